@@ -1,0 +1,43 @@
+"""Exceptions with enough detail to find the offending input."""
+
+from __future__ import annotations
+
+
+class RobustevalError(Exception):
+    """Base class of every error robusteval raises on purpose."""
+
+
+class DataFormatError(RobustevalError):
+    """A data file is not in the expected format; names file, line and field."""
+
+    def __init__(self, path: object, message: str, line: int | None = None,
+                 field: str | None = None) -> None:
+        where = str(path)
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.field = field
+
+
+class InputError(RobustevalError):
+    """A sample cannot be scored as given; names the sample id and field."""
+
+    def __init__(self, sample_id: str, field: str, message: str) -> None:
+        super().__init__(f"sample {sample_id!r}, field {field!r}: {message}")
+        self.sample_id = sample_id
+        self.field = field
+
+
+class MissingResourceError(RobustevalError):
+    """A model, corpus or data folder is not available; the message says how to get it."""
+
+
+class UnknownNameError(RobustevalError, KeyError):
+    """A registry lookup failed."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

