@@ -1,2 +1,36 @@
-def main() -> None:
-    pass
+"""The ``robusteval`` command line: ``robusteval <command> --help`` for each command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from robusteval.errors import RobustevalError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from robusteval.cli import data_cmd, metaeval_cmd, metrics_cmd, score_cmd, setup_cmd
+
+    parser = argparse.ArgumentParser(
+        prog="robusteval",
+        description="Attack, guard and harden automatic NLG evaluators.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (RobustevalError, FileExistsError, ValueError) as exc:
+        print(f"robusteval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

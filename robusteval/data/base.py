@@ -146,3 +146,20 @@ def as_float(value: Any, path: Path, line: int | None, key: str) -> float:
 def split_turns(text: str) -> tuple[str, ...]:
     """Dialogue history with one turn per line -> tuple of non-empty, stripped turns."""
     return tuple(t.strip() for t in text.split("\n") if t.strip())
+
+
+def attach_ground_truth(samples: list[Sample], group_key: str, gt: str = "Original Ground Truth",
+                        second: str = "New Human Generated") -> list[Sample]:
+    """USR convention: within each context, the original ground-truth response is every other
+    response's reference; the ground truth itself is scored against the new human response."""
+    from dataclasses import replace
+
+    groups: dict[Any, dict[str, str]] = {}
+    for s in samples:
+        groups.setdefault(s.meta.get(group_key), {})[str(s.meta.get("system_id"))] = s.response
+    out = []
+    for s in samples:
+        g = groups[s.meta.get(group_key)]
+        ref = g.get(second) if str(s.meta.get("system_id")) == gt else g.get(gt)
+        out.append(replace(s, reference=ref) if ref is not None and s.reference is None else s)
+    return out

@@ -13,6 +13,7 @@ from pathlib import Path
 from robusteval.data.base import (
     DatasetInfo,
     as_float,
+    attach_ground_truth,
     need,
     read_json_list,
     register_dataset,
@@ -48,11 +49,15 @@ def load_unieval_json(path: Path, name: str, task: str, aspects: dict[str, Human
             meta["unieval_source"] = source
         else:
             context = (source,)
+        if task == "dialogue":
+            meta["context_id"] = source
         samples.append(Sample(
             id=f"{name}/{i}", task=task, response=output, context=context,
             reference=rec.get("reference"), fact=rec.get("context") if task == "dialogue" else None,
             human=human, meta=meta,
         ))
+    if task == "dialogue":
+        samples = attach_ground_truth(samples, "context_id")
     return samples
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
-from robusteval.data.base import DatasetInfo, as_float, need, read_json_list, register_dataset, split_turns
+from robusteval.data.base import DatasetInfo, attach_ground_truth, as_float, need, read_json_list, register_dataset, split_turns
 from robusteval.errors import DataFormatError
 from robusteval.types import HumanScale, Sample
 
@@ -52,4 +52,4 @@ def load_usr_personachat(path: Path) -> list[Sample]:
                       "annotators": ctx.get("annotators"),
                       "scales": {a: s.to_dict() for a, s in USR_PC_ASPECTS.values()}},
             ))
-    return samples
+    return attach_ground_truth(samples, "context_id")

@@ -1,0 +1,106 @@
+"""Meta-evaluation: how well a metric's scores agree with human judgments.
+
+Turn-level (item-level) Spearman, Kendall tau-b and Pearson with percentile bootstrap
+confidence intervals (items resampled with replacement), and system-level correlations
+(scores averaged per ``meta["system_id"]``) where a dataset has systems.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from robusteval.types import Sample
+
+METHODS = ("spearman", "kendall", "pearson")
+
+
+def correlation(x: np.ndarray, y: np.ndarray, method: str) -> float | None:
+    """Correlation, or None when undefined (fewer than 3 items or a constant side)."""
+    from scipy import stats
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    if method == "spearman":
+        r = stats.spearmanr(x, y).statistic
+    elif method == "kendall":
+        r = stats.kendalltau(x, y).statistic
+    elif method == "pearson":
+        r = stats.pearsonr(x, y).statistic
+    else:
+        raise ValueError(f"method must be one of {METHODS}")
+    return None if r is None or math.isnan(r) else float(r)
+
+
+def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, seed: int = 0,
+                 alpha: float = 0.05) -> tuple[float, float] | None:
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, len(x), len(x))
+        r = correlation(x[idx], y[idx], method)
+        if r is not None:
+            vals.append(r)
+    if len(vals) < max(10, n_boot // 2):
+        return None
+    return float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))
+
+
+def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: int = 0,
+              methods: Sequence[str] = METHODS) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": int(len(scores))}
+    for m in methods:
+        out[m] = {"r": correlation(scores, human, m),
+                  "ci95": bootstrap_ci(scores, human, m, n_boot, seed) if n_boot else None}
+    return out
+
+
+def system_level(samples: Sequence[Sample], scores: np.ndarray, aspect: str) -> dict[str, Any] | None:
+    by_sys: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        sid = s.meta.get("system_id")
+        if sid is not None and aspect in s.human:
+            by_sys.setdefault(str(sid), []).append(i)
+    if len(by_sys) < 3:
+        return None
+    names = sorted(by_sys)
+    ms = np.array([scores[by_sys[k]].mean() for k in names])
+    hs = np.array([np.mean([samples[i].human[aspect] for i in by_sys[k]]) for k in names])
+    return {"n_systems": len(names), **{m: correlation(ms, hs, m) for m in METHODS}}
+
+
+def metaevaluate(samples: Sequence[Sample], scores: np.ndarray, aspects: Sequence[str] | None = None,
+                 n_boot: int = 1000, seed: int = 0, system: bool = False) -> dict[str, Any]:
+    """Correlations of ``scores`` with every (or the given) human aspect of ``samples``."""
+    scores = np.asarray(scores, float)
+    if aspects is None:
+        aspects = list(dict.fromkeys(a for s in samples for a in s.human))
+    result: dict[str, Any] = {}
+    for aspect in aspects:
+        idx = [i for i, s in enumerate(samples) if aspect in s.human and np.isfinite(scores[i])]
+        if not idx:
+            result[aspect] = {"n": 0, "note": "no sample has this aspect"}
+            continue
+        h = np.array([samples[i].human[aspect] for i in idx])
+        entry = correlate(scores[idx], h, n_boot, seed)
+        if system:
+            entry["system"] = system_level([samples[i] for i in idx], scores[idx], aspect)
+        result[aspect] = entry
+    return result
+
+
+def fmt_r(entry: Mapping[str, Any] | None, method: str = "spearman", ci: bool = True) -> str:
+    if not entry or entry.get(method) is None:
+        return "n/a"
+    e = entry[method]
+    r = e["r"] if isinstance(e, Mapping) else e
+    if r is None:
+        return "n/a"
+    if ci and isinstance(e, Mapping) and e.get("ci95"):
+        lo, hi = e["ci95"]
+        return f"{r:.3f} [{lo:.2f}, {hi:.2f}]"
+    return f"{r:.3f}"

@@ -1,0 +1,22 @@
+"""``robusteval setup``: build the NLTK data folder and the SmolLM2 cache (idempotent)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("setup", help="build offline resources (WordNet/stop words for NLTK, SmolLM2 cache)",
+                       description=__doc__)
+    p.add_argument("--force", action="store_true", help="rebuild even if present")
+    p.add_argument("--skip-llm", action="store_true", help="do not convert SmolLM2")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from robusteval.setup_env import run_setup
+
+    lines = run_setup(force=args.force, skip_llm=args.skip_llm)
+    for line in lines:
+        print(f"[setup] {line}")
+    return 1 if any("NOT BUILT" in line for line in lines) else 0

@@ -1,0 +1,136 @@
+"""The Metric contract (DESIGN.md): ``score(samples) -> ndarray`` of 0-100, higher is better.
+
+:class:`Metric` does the shared input checks once, so every metric treats bad input the
+same way:
+
+* a sample whose response is empty or whitespace-only raises :class:`InputError` naming the
+  sample (``on_empty="error"``, the default), or gets ``empty_score`` (default 0.0) and is
+  *counted* in :attr:`Metric.fallbacks` and :meth:`report` (``on_empty="floor"``);
+* a reference-based metric given a sample without a reference raises :class:`InputError`;
+* a score that comes back NaN/inf is an error (it never leaks into results);
+* scores are clipped to [0, 100]; how many were clipped is counted too.
+"""
+
+from __future__ import annotations
+
+import platform
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robusteval.errors import InputError, RobustevalError
+from robusteval.types import TASKS, Sample
+
+ON_EMPTY = ("error", "floor")
+AGAINST = ("reference", "context", "last_turn", "fact")
+
+
+class Metric(ABC):
+    """Base class of every victim metric. Subclasses implement :meth:`_score`."""
+
+    name: ClassVar[str] = "metric"
+    requires_reference: ClassVar[bool] = False
+    tasks: ClassVar[tuple[str, ...]] = TASKS
+
+    def __init__(self, on_empty: str = "error", empty_score: float = 0.0) -> None:
+        if on_empty not in ON_EMPTY:
+            raise ValueError(f"on_empty must be one of {ON_EMPTY}, got {on_empty!r}")
+        self.on_empty = on_empty
+        self.empty_score = float(empty_score)
+        self.fallbacks: Counter[str] = Counter()
+
+    # -- public API ---------------------------------------------------------------------
+    def score(self, samples: Sequence[Sample]) -> np.ndarray:
+        """One float per sample, 0-100, higher is better; deterministic."""
+        samples = list(samples)
+        out = np.full(len(samples), np.nan, dtype=np.float64)
+        todo: list[int] = []
+        for i, s in enumerate(samples):
+            if not s.response or not s.response.strip():
+                if self.on_empty == "error":
+                    raise InputError(s.id, "response", f"empty response; {self.name} cannot score "
+                                     "it (pass on_empty='floor' to score it as empty_score and "
+                                     "count it)")
+                out[i] = self.empty_score
+                self.fallbacks["empty_response"] += 1
+                continue
+            self.check_sample(s)
+            todo.append(i)
+        if todo:
+            raw = np.asarray(self._score([samples[i] for i in todo]), dtype=np.float64)
+            if raw.shape != (len(todo),):
+                raise RobustevalError(f"{self.name} returned {raw.shape} scores for {len(todo)} samples")
+            bad = ~np.isfinite(raw)
+            if bad.any():
+                first = samples[todo[int(np.flatnonzero(bad)[0])]]
+                raise InputError(first.id, "response", f"{self.name} produced a non-finite score")
+            clipped = (raw < 0) | (raw > 100)
+            if clipped.any():
+                self.fallbacks["clipped_to_0_100"] += int(clipped.sum())
+            out[todo] = np.clip(raw, 0.0, 100.0)
+        return out
+
+    def check_sample(self, sample: Sample) -> None:
+        """Raise InputError if ``sample`` lacks what this metric needs."""
+        if self.requires_reference and not sample.all_references():
+            raise InputError(sample.id, "reference", f"{self.name} needs a reference")
+
+    def reproducibility(self) -> str:
+        """A string that pins model, settings and versions (like bert-score's hash code)."""
+        from robusteval import __version__
+
+        return f"{self.name}|{self.signature()}|robusteval={__version__}|python={platform.python_version()}"
+
+    def signature(self) -> str:
+        return ""
+
+    def report(self) -> dict[str, Any]:
+        """Counters of fallbacks since the metric was loaded (empty responses, clipping...)."""
+        return {"metric": self.name, "reproducibility": self.reproducibility(),
+                "fallbacks": dict(self.fallbacks)}
+
+    # -- to implement -------------------------------------------------------------------
+    @abstractmethod
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        """Scores for samples that passed the checks."""
+
+
+class PairMetric(Metric):
+    """A metric comparing the response with one or more texts of the sample.
+
+    ``against`` picks them: ``reference`` (all references, best score kept), ``context``
+    (the whole context), ``last_turn`` (the last context element) or ``fact``. Anything but
+    ``reference`` turns the metric into a reference-free proxy and shows in
+    :meth:`reproducibility`.
+    """
+
+    requires_reference: ClassVar[bool] = True
+
+    def __init__(self, against: str = "reference", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if against not in AGAINST:
+            raise ValueError(f"against must be one of {AGAINST}, got {against!r}")
+        self.against = against
+
+    def targets(self, sample: Sample) -> tuple[str, ...]:
+        if self.against == "reference":
+            refs = tuple(r for r in sample.all_references() if r.strip())
+        elif self.against == "context":
+            refs = (sample.source_text(),) if sample.source_text().strip() else ()
+        elif self.against == "last_turn":
+            refs = (sample.context[-1],) if sample.context and sample.context[-1].strip() else ()
+        else:
+            refs = (sample.fact,) if sample.fact and sample.fact.strip() else ()
+        return refs
+
+    def check_sample(self, sample: Sample) -> None:
+        if not self.targets(sample):
+            field = "reference" if self.against == "reference" else self.against
+            raise InputError(sample.id, field, f"{self.name} needs a non-empty {field} "
+                             f"(against={self.against!r})")
+
+    def signature(self) -> str:
+        return f"against={self.against}"

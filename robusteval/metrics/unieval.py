@@ -1,0 +1,183 @@
+"""UniEval (Zhong et al., 2022, "Towards a Unified Multi-Dimensional Evaluator for Text
+Generation", EMNLP; Tables 2-5): every dimension is a Boolean question answered by a T5.
+
+Port of the reference scorer: the 12 task/dimension inputs are upstream's strings with
+literal ``</s>`` separators (``resources/unieval_prompts.json``); the score of one input is
+P(Yes) / (P(Yes) + P(No)) from the softmax over the vocabulary at the first decoder step;
+consistency/fluency (summarization), consistency (fact) average sentence scores,
+engagingness (dialogue) sums them, and ``overall`` is the mean of the task's dimensions.
+Upstream splits sentences with nltk's punkt, whose data cannot be installed here; robusteval
+uses spaCy's rule-based sentencizer, which agrees on ordinary prose.
+
+Checkpoints: ``MingZhong/unieval-sum`` (summarization, data-to-text), ``unieval-dialog``,
+``unieval-fact`` from the user's hub, or any seq2seq folder (``model=``). On the 0-100
+scale robusteval reports 100 x the upstream value; a summed engagingness (or an overall
+that contains it) above 1 is capped at 100 and counted in ``report()``; the upstream
+values are in :meth:`UniEval.score_dimensions`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robusteval.errors import InputError
+from robusteval.metrics.base import Metric
+from robusteval.metrics.registry import register_metric
+from robusteval.nlp import split_sentences
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+TASK_ALIASES = {"summarization": "summarization", "dialogue": "dialogue",
+                "data_to_text": "data2text", "data2text": "data2text", "fact": "fact"}
+DEFAULT_CHECKPOINTS = {"summarization": "MingZhong/unieval-sum", "dialogue": "MingZhong/unieval-dialog",
+                       "data2text": "MingZhong/unieval-sum", "fact": "MingZhong/unieval-fact"}
+
+
+def load_prompts() -> dict[str, dict[str, dict[str, str]]]:
+    data = json.loads(resource("unieval_prompts.json").read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+PROMPTS = load_prompts()
+
+
+def dialogue_source(sample: Sample) -> str:
+    """The dialogue history as upstream's data has it: turns joined by ' \\n ', ending ' \\n\\n'."""
+    raw = sample.meta.get("unieval_source")
+    if isinstance(raw, str):
+        return raw
+    return " \n ".join(sample.context) + " \n\n"
+
+
+def fields_for(sample: Sample, task: str) -> dict[str, str]:
+    source = dialogue_source(sample) if task == "dialogue" else sample.source_text()
+    return {"source": source, "reference": sample.reference or "", "fact": sample.fact or ""}
+
+
+def build_inputs(task: str, dimension: str, samples: Sequence[Sample]) -> tuple[list[str], list[int]]:
+    """Boolean-QA inputs for one dimension and the number of inputs per sample."""
+    spec = PROMPTS[task][dimension]
+    template = spec["template"]
+    needs = [k for k in ("source", "reference", "fact") if "{" + k + "}" in template]
+    inputs, counts = [], []
+    for s in samples:
+        fields = fields_for(s, task)
+        for k in needs:
+            if not fields[k].strip():
+                raise InputError(s.id, "context" if k == "source" else k,
+                                 f"UniEval {task}/{dimension} needs a non-empty {k}")
+        units = split_sentences(s.response) if spec["unit"] == "sentence" else [s.response]
+        counts.append(len(units))
+        inputs += [template.format(output=u, **fields) for u in units]
+    return inputs, counts
+
+
+@register_metric("unieval", family="learned", source="Zhong et al. 2022 (EMNLP), UniEval")
+class UniEval(Metric):
+    """UniEval Boolean-QA scorer. ``dimension`` = one of the task's dimensions or ``overall``.
+
+    Options: ``model`` (seq2seq id/folder; default per task from ``DEFAULT_CHECKPOINTS``),
+    ``task`` (force one task instead of each sample's), ``max_length`` (1024, as upstream),
+    ``batch_size`` (8), ``device``.
+    """
+
+    name: ClassVar[str] = "unieval"
+
+    def __init__(self, model: str | None = None, dimension: str = "overall", task: str | None = None,
+                 max_length: int = 1024, batch_size: int = 8, device: str = "cpu",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.model_name = model
+        self.dimension = dimension
+        self.task = TASK_ALIASES[task] if task else None
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self._models: dict[str, tuple[Any, Any, int, int]] = {}
+        self.model_calls = 0
+        if self.task:
+            self._check_dimension(self.task)
+            self._model_for(self.task)  # load now, once
+
+    def _check_dimension(self, task: str) -> None:
+        if self.dimension != "overall" and self.dimension not in PROMPTS[task]:
+            raise ValueError(f"UniEval {task} has no dimension {self.dimension!r} "
+                             f"(has: {', '.join(PROMPTS[task])}, overall)")
+
+    def _model_for(self, task: str) -> tuple[Any, Any, int, int]:
+        name = self.model_name or DEFAULT_CHECKPOINTS[task]
+        if name not in self._models:
+            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(name)
+            model = AutoModelForSeq2SeqLM.from_pretrained(name).to(self.device).eval()
+            yes, no = tok("Yes")["input_ids"][0], tok("No")["input_ids"][0]
+            if yes == no:
+                raise ValueError(f"{name}: 'Yes' and 'No' start with the same token id {yes}")
+            self._models[name] = (tok, model, yes, no)
+        return self._models[name]
+
+    def boolean_scores(self, task: str, inputs: Sequence[str]) -> np.ndarray:
+        """P(Yes)/(P(Yes)+P(No)) at the first decoder step for each input string."""
+        import torch
+
+        tok, model, yes, no = self._model_for(task)
+        start = model.config.decoder_start_token_id
+        out = []
+        for i in range(0, len(inputs), self.batch_size):
+            enc = tok(list(inputs[i:i + self.batch_size]), max_length=self.max_length,
+                      truncation=True, padding=True, return_tensors="pt").to(self.device)
+            dec = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long, device=self.device)
+            with torch.no_grad():
+                logits = model(**enc, decoder_input_ids=dec).logits[:, 0, :]
+            self.model_calls += 1
+            probs = torch.softmax(logits.float(), dim=-1)
+            p_yes, p_no = probs[:, yes], probs[:, no]
+            out.append((p_yes / (p_yes + p_no)).cpu().numpy())
+        return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
+    def _task_of(self, sample: Sample) -> str:
+        if self.task:
+            return self.task
+        if sample.task not in TASK_ALIASES:
+            raise InputError(sample.id, "task", f"UniEval has no prompts for task {sample.task!r}")
+        return TASK_ALIASES[sample.task]
+
+    def score_dimensions(self, samples: Sequence[Sample]) -> dict[str, np.ndarray]:
+        """Upstream values per dimension (NaN where a dimension is not the sample's task's)."""
+        samples = list(samples)
+        by_task: dict[str, list[int]] = {}
+        for i, s in enumerate(samples):
+            by_task.setdefault(self._task_of(s), []).append(i)
+        result: dict[str, np.ndarray] = {}
+        for task, idx in by_task.items():
+            self._check_dimension(task)
+            group = [samples[i] for i in idx]
+            dims = list(PROMPTS[task]) if self.dimension == "overall" else [self.dimension]
+            per_dim = []
+            for dim in dims:
+                inputs, counts = build_inputs(task, dim, group)
+                flat = self.boolean_scores(task, inputs)
+                agg = PROMPTS[task][dim].get("aggregate", "mean")
+                bounds = np.cumsum([0, *counts])
+                vals = np.array([flat[a:b].sum() if agg == "sum" else flat[a:b].mean()
+                                 for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+                result.setdefault(dim, np.full(len(samples), np.nan))[idx] = vals
+                per_dim.append(vals)
+            if self.dimension == "overall":
+                result.setdefault("overall", np.full(len(samples), np.nan))[idx] = np.mean(per_dim, axis=0)
+        return result
+
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        return 100.0 * self.score_dimensions(samples)[self.dimension]
+
+    def signature(self) -> str:
+        import transformers
+
+        return (f"model={self.model_name or 'default-per-task'}|dim={self.dimension}|"
+                f"max_length={self.max_length}|split=spacy-sentencizer|"
+                f"transformers={transformers.__version__}")
