@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +38,23 @@ from robusteval.types import Sample
 
 MINILM_DEFAULT_LAYER = 6
 _INDEX = {"P": 0, "R": 1, "F": 2}
+
+
+def wordnet_examples(min_words: int = 5) -> list[str]:
+    """Example sentences quoted in WordNet's noun glosses (sorted, deduplicated)."""
+    from robusteval.errors import MissingResourceError
+    from robusteval.paths import nltk_data_dir
+
+    path = nltk_data_dir() / "corpora" / "wordnet" / "data.noun"
+    if not path.is_file():
+        raise MissingResourceError(f"{path} missing: run 'robusteval setup' to build the WordNet folder")
+    found = set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        gloss = line.partition("| ")[2]
+        for ex in re.findall(r'"([^"]+)"', gloss):
+            if len(ex.split()) >= min_words:
+                found.add(ex.strip())
+    return sorted(found)
 
 
 class EmbeddingCache:
@@ -215,13 +233,7 @@ class BERTScore(PairMetric):
 
     def compute_baseline(self, path: Path, n_pairs: int = 1000, seed: int = 0) -> np.ndarray:
         """Mean raw P/R/F over ``n_pairs`` random pairs of unrelated WordNet example sentences."""
-        from robusteval.paths import ensure_nltk_data_path
-
-        ensure_nltk_data_path()
-        from nltk.corpus import wordnet
-
-        sents = sorted({ex for syn in wordnet.all_synsets("n") for ex in syn.examples()
-                        if len(ex.split()) >= 5})
+        sents = wordnet_examples()
         rng = random.Random(seed)
         pairs = [tuple(rng.sample(sents, 2)) for _ in range(n_pairs)]
         raw = self.pair_scores([a for a, _ in pairs], [b for _, b in pairs])
@@ -229,7 +241,7 @@ class BERTScore(PairMetric):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({
             "model": self.model_type, "layer": self.num_layers, "P": mean[0], "R": mean[1],
-            "F": mean[2], "pairs": n_pairs, "seed": seed, "corpus": "WordNet noun examples",
+            "F": mean[2], "pairs": n_pairs, "seed": seed, "corpus": "WordNet noun-gloss examples",
         }, indent=2))
         return mean
 

@@ -133,7 +133,8 @@ class UniEval(Metric):
                       truncation=True, padding=True, return_tensors="pt").to(self.device)
             dec = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long, device=self.device)
             with torch.no_grad():
-                logits = model(**enc, decoder_input_ids=dec).logits[:, 0, :]
+                logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                               decoder_input_ids=dec).logits[:, 0, :]
             self.model_calls += 1
             probs = torch.softmax(logits.float(), dim=-1)
             p_yes, p_no = probs[:, yes], probs[:, no]

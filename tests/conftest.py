@@ -1,0 +1,92 @@
+"""Shared fixtures: the real data folder (skips without it) and tiny models built from configs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CORPUS = (
+    "the cat sat on the mat . the dog ate my homework . is this a good answer ? yes it is . "
+    "no it is not . question : is this a fluent paragraph ? paragraph : summary : document : "
+    "response : dialogue history : fact : claim : reference : sentence : utterance : "
+    "i love reading books about history and science . how are you today ? i am fine thanks . "
+    "what do you think about the weather ? it is sunny and warm here . we went to the park ."
+)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    value = os.environ.get("ROBUSTEVAL_DATA")
+    if not value or not Path(value).is_dir():
+        pytest.skip("ROBUSTEVAL_DATA is not set to the human-judgment data folder "
+                    "(CI sets it to ../shared/data)")
+    return Path(value)
+
+
+def _word_tokenizer(tmp: Path, specials: list[str], extra: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.WordLevelTrainer(special_tokens=specials)
+    tok.train_from_iterator([CORPUS, " ".join(extra)], trainer=trainer)
+    return tok, PreTrainedTokenizerFast, processors
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer T5 with a word-level tokenizer where 'Yes' and 'No' are whole tokens."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    folder = tmp_path_factory.mktemp("tiny_t5")
+    tok, fast, processors = _word_tokenizer(folder, ["<pad>", "</s>", "<unk>"], ["Yes", "No"])
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", tok.token_to_id("</s>"))])
+    hf = fast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    hf.save_pretrained(folder)
+    import torch
+
+    torch.manual_seed(0)
+    cfg = T5Config(vocab_size=hf.vocab_size, d_model=32, d_ff=64, num_layers=2, num_heads=2,
+                   d_kv=16, decoder_start_token_id=hf.pad_token_id, pad_token_id=hf.pad_token_id,
+                   eos_token_id=hf.eos_token_id)
+    T5ForConditionalGeneration(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer GPT-2 sequence scorer (DialogRPT layout) with a word-level tokenizer."""
+    import torch
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny_gpt2")
+    tok, fast, _ = _word_tokenizer(folder, ["<|endoftext|>", "<unk>"], [])
+    hf = fast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
+              unk_token="<unk>")
+    hf.save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=hf.vocab_size, n_embd=32, n_layer=2, n_head=2, n_positions=256,
+                     num_labels=1, pad_token_id=hf.eos_token_id)
+    GPT2ForSequenceClassification(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer BERT encoder with a WordPiece vocabulary (cross-encoder tests)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(CORPUS.split()))]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=300)
+    BertModel(cfg).save_pretrained(folder)
+    return folder

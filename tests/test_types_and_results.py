@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robusteval import Sample
+from robusteval.errors import DataFormatError
+from robusteval.registry import Registry
+from robusteval.results import JsonlLog
+
+
+def test_sample_roundtrip_and_helpers() -> None:
+    s = Sample(id="a", task="summarization", response="r", context=("doc",), reference="x",
+               references=("y", "x"), human={"coherence": 3.0})
+    assert s.all_references() == ("x", "y")
+    assert Sample.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+    t = s.with_response("new", attack="dot")
+    assert t.response == "new" and t.meta["attack"] == "dot" and s.response == "r"
+
+
+def test_registry_suggests_close_names() -> None:
+    reg: Registry[int] = Registry("metric")
+    reg.register("rougeL")(lambda: 1)
+    with pytest.raises(KeyError, match="did you mean rougeL"):
+        reg.get("rougel")
+    with pytest.raises(ValueError, match="twice"):
+        reg.register("rougeL")(lambda: 2)
+
+
+def test_jsonl_log_resumes_without_loss_or_duplicates(tmp_path) -> None:
+    path = tmp_path / "rows.jsonl"
+    log = JsonlLog(path)
+    log.append([{"id": "1", "score": 1.0}, {"id": "2", "score": 2.0}])
+    with open(path, "a") as fh:  # a write torn by a kill
+        fh.write('{"id": "3", "sco')
+    with pytest.raises(FileExistsError, match="--resume"):
+        JsonlLog(path)
+    log2 = JsonlLog(path, resume=True)
+    assert sorted(log2.rows) == ["1", "2"]
+    log2.append([{"id": "2", "score": 9.0}, {"id": "3", "score": 3.0}])
+    lines = path.read_text().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["1", "2", "3"]
+    assert json.loads(lines[1])["score"] == 2.0
+
+
+def test_jsonl_log_corrupt_middle_line_names_line(tmp_path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "1"}\nnot json\n{"id": "3"}\n')
+    with pytest.raises(DataFormatError, match="line 2"):
+        JsonlLog(path, resume=True)
