@@ -41,4 +41,5 @@ if [ ! -f /usr/share/wordnet/index.sense ] || [ ! -f /usr/share/wordnet/data.nou
 fi
 
 # NLTK data folder (WordNet + lexnames + index.sense, English stop words) and the SmolLM2 cache.
-.venv/bin/robusteval setup
+.venv/bin/robusteval setup || echo "[setup] WARNING: some offline resources are missing (see above);" \
+  "metrics that need them will raise a clear error until they are installed" >&2

@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     metrics_cfg, datasets_cfg = _plan(args, cfg)
+    for mc in metrics_cfg:
+        metrics.info(mc["name"])  # unknown names fail before any scoring
     n_boot = args.n_boot if args.n_boot is not None else int(cfg.get("n_boot", 1000))
     seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
     data_dir = args.data_dir or cfg.get("data_dir")
@@ -117,7 +119,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         if not res:
             continue
         aspects = d.get("aspects") or sorted({a for r in res.values() if "skipped" not in r for a in r})
-        lines += [f"## {d['name']} (n={next((r[a]['n'] for r in res.values() if 'skipped' not in r for a in aspects if a in r), 0)})", ""]
+        sizes = [r[a]["n"] for r in res.values() if "skipped" not in r for a in aspects if a in r]
+        lines += [f"## {d['name']} (n={max(sizes, default=0)})", ""]
         lines.append("| metric | " + " | ".join(aspects) + " |")
         lines.append("|---|" + "---|" * len(aspects))
         for label, r in res.items():

@@ -9,7 +9,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robusteval.cli.common import add_data_dir, load_config, parse_options, provenance, score_with_log
+from robusteval.cli.common import (
+    add_data_dir,
+    load_config,
+    parse_options,
+    provenance,
+    score_with_log,
+)
 from robusteval.errors import RobustevalError
 from robusteval.results import write_json
 
@@ -39,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     metric_name = args.metric or cfg.get("metric")
     if not metric_name:
         raise RobustevalError("--metric is required")
+    metrics.info(metric_name)  # unknown names fail before any data is read
     options = {**(cfg.get("options") or {}), **parse_options(args.option)}
     dataset = args.dataset or cfg.get("dataset")
     source = args.input or cfg.get("input")

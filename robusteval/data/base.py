@@ -66,6 +66,8 @@ def dataset_info(name: str) -> DatasetInfo:
 
 def read_text(path: Path) -> str:
     """Read UTF-8 text; invalid bytes raise a DataFormatError naming the line."""
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
     raw = path.read_bytes()
     try:
         return raw.decode("utf-8-sig")

@@ -4,6 +4,7 @@ of the blind-spot repository, and THumB CNN/DM (Kasai et al., 2022)."""
 from __future__ import annotations
 
 from pathlib import Path
+
 from robusteval.data.base import DatasetInfo, as_float, iter_jsonl, need, register_dataset
 from robusteval.errors import DataFormatError
 from robusteval.types import HumanScale, Sample

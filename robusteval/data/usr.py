@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
-from robusteval.data.base import DatasetInfo, attach_ground_truth, as_float, need, read_json_list, register_dataset, split_turns
+from robusteval.data.base import (
+    DatasetInfo,
+    as_float,
+    attach_ground_truth,
+    need,
+    read_json_list,
+    register_dataset,
+    split_turns,
+)
 from robusteval.errors import DataFormatError
 from robusteval.types import HumanScale, Sample
 

@@ -52,7 +52,7 @@ def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, 
 
 def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: int = 0,
               methods: Sequence[str] = METHODS) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": int(len(scores))}
+    out: dict[str, Any] = {"n": len(scores)}
     for m in methods:
         out[m] = {"r": correlation(scores, human, m),
                   "ci95": bootstrap_ci(scores, human, m, n_boot, seed) if n_boot else None}

@@ -70,7 +70,7 @@ class DialogRPT(Metric):
     def encode(self, sample: Sample) -> list[int]:
         ids: list[int] = []
         for turn in sample.context:
-            ids += self.tokenizer.encode(turn.strip()) + [self.eos]
+            ids += [*self.tokenizer.encode(turn.strip()), self.eos]
         ids += self.tokenizer.encode(sample.response.strip())
         return ids[-self.max_length:]
 

@@ -87,7 +87,8 @@ def parse_score(text: str, low: float, high: float, labels: Sequence[str] = ()) 
     return None
 
 
-@register_metric("llm-judge", family="llm", source="Chen et al. 2024 (AdvEval); Liu et al. 2023 (G-Eval); Vasselli & Watanabe 2023")
+@register_metric("llm-judge", family="llm",
+                 source="Chen et al. 2024 (AdvEval); Liu et al. 2023 (G-Eval); Vasselli & Watanabe 2023")
 class LLMJudge(Metric):
     """Score with an LLM. Options: ``backend`` ("local", "local:<path>", "openai:<model>" or a
     backend object), ``template``, ``aspect`` and ``criteria_variant`` (G-Eval), ``mode``,

@@ -18,6 +18,7 @@ values are in :meth:`UniEval.score_dimensions`.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -166,7 +167,7 @@ class UniEval(Metric):
                 agg = PROMPTS[task][dim].get("aggregate", "mean")
                 bounds = np.cumsum([0, *counts])
                 vals = np.array([flat[a:b].sum() if agg == "sum" else flat[a:b].mean()
-                                 for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+                                 for a, b in itertools.pairwise(bounds)])
                 result.setdefault(dim, np.full(len(samples), np.nan))[idx] = vals
                 per_dim.append(vals)
             if self.dimension == "overall":

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robusteval.cli.main import main
+
+REQUIRED = {"bleu", "chrf", "rouge1", "rouge2", "rougeL", "meteor", "bertscore", "unieval", "poe",
+            "cross-encoder", "dialogrpt", "llm-judge"}
+
+
+def test_metrics_list_json(capsys) -> None:
+    assert main(["metrics", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} >= REQUIRED
+    assert all(r["family"] and r["source"] for r in rows)
+
+
+def test_data_list_json(capsys) -> None:
+    assert main(["data", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {r["name"] for r in rows}
+    assert {"summeval", "dailydialog-zhao", "usr-topicalchat", "fed-turn-original"} <= names
+
+
+def test_data_show(data_dir, capsys) -> None:
+    assert main(["data", "show", "summeval", "--data-dir", str(data_dir), "-n", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["size"] == 1600 and out["samples"][0]["meta"]["system_id"] == "M11"
+
+
+def _jsonl(tmp_path, n=6):
+    p = tmp_path / "in.jsonl"
+    p.write_text("".join(json.dumps({"hyp": f"the cat sat on mat {i}", "ref": "the cat sat on the mat",
+                                     "q": i % 5 + 1}) + "\n" for i in range(n)))
+    return p
+
+
+def test_score_file_and_resume(tmp_path, capsys) -> None:
+    p = _jsonl(tmp_path)
+    out = tmp_path / "out"
+    args = ["score", "--metric", "rougeL", "--input", str(p), "--columns", "response=hyp",
+            "--columns", "reference=ref", "--task", "summarization", "--out-dir", str(out)]
+    assert main(args) == 0
+    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and all(0 < r["score"] <= 100 for r in rows)
+    assert main(args) == 2  # exists, no --resume
+    assert "--resume" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 6 and "rougeL" in summary["report"]["reproducibility"]
+
+
+def test_score_errors_are_clear(tmp_path, capsys) -> None:
+    p = _jsonl(tmp_path)
+    rc = main(["score", "--metric", "bleu", "--input", str(p), "--columns", "response=hyp",
+               "--out-dir", str(tmp_path / "o")])
+    assert rc == 2
+    assert "field 'reference'" in capsys.readouterr().err
+    assert main(["score", "--metric", "nope", "--input", str(p), "--out-dir", str(tmp_path / "o2")]) == 2
+    assert "unknown metric 'nope'" in capsys.readouterr().err
+    assert main(["score", "--metric", "bleu", "--input", str(tmp_path / "missing.jsonl"),
+                 "--out-dir", str(tmp_path / "o3")]) == 2
+    assert "missing.jsonl: file not found" in capsys.readouterr().err
+
+
+def test_metaeval_on_real_data(data_dir, tmp_path, capsys) -> None:
+    out = tmp_path / "me"
+    rc = main(["metaeval", "--metric", "rougeL", "--dataset", "usr-topicalchat", "--dataset",
+               "dailydialog-zhao", "--aspects", "overall", "--n-boot", "50", "--out-dir", str(out),
+               "--data-dir", str(data_dir)])
+    assert rc == 0
+    report = json.loads((out / "metaeval.json").read_text())
+    r = report["results"]["usr-topicalchat"]["rougeL"]["overall"]
+    assert r["n"] == 360 and -1 <= r["spearman"]["r"] <= 1 and r["spearman"]["ci95"]
+    assert "needs a non-empty reference" in report["results"]["dailydialog-zhao"]["rougeL"]["skipped"]
+    md = (out / "metaeval.md").read_text()
+    assert "| rougeL |" in md and "usr-topicalchat" in md
+    assert report["provenance"]["packages"]["torch"].startswith("2.13.0")
+
+
+@pytest.mark.parametrize("cmd", ["score", "metaeval", "data", "metrics", "setup"])
+def test_every_command_has_help(cmd, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([cmd, "--help"])
+    assert exc.value.code == 0
+    assert "usage: robusteval" in capsys.readouterr().out
