@@ -87,3 +87,25 @@ def test_every_command_has_help(cmd, capsys) -> None:
         main([cmd, "--help"])
     assert exc.value.code == 0
     assert "usage: robusteval" in capsys.readouterr().out
+
+
+def test_attacks_list_json(capsys) -> None:
+    assert main(["attacks", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) >= 20
+    assert all(r["name"] and r["family"] and r["source"] and r["direction"] in ("R+", "R-") for r in rows)
+
+
+def test_attack_command_with_resume(data_dir, tmp_path, capsys) -> None:
+    out = tmp_path / "att"
+    args = ["attack", "--metric", "rougeL", "-o", "against=context", "--dataset", "dailydialog-zhao",
+            "--attacks", "generic-hello,previous-utterance", "--limit", "5", "--out-dir", str(out),
+            "--data-dir", str(data_dir)]
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attacks"]["previous-utterance"]["applicable"] == 5
+    assert summary["attacks"]["previous-utterance"]["asr"]["beats_reference"] == 1.0
+    assert main([*args, "--resume"]) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 10
+    assert main([*args[:-4], "--attacks", "family:nope", "--out-dir", str(tmp_path / "x")]) == 2
+    assert "no attack of family 'nope'" in capsys.readouterr().err

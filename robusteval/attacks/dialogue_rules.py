@@ -1,0 +1,194 @@
+"""Rule attacks on dialogue responses from Vasselli & Watanabe 2023, "Adversarial Evaluation
+of Dialogue System Metrics" (Table 2): speaker-tag prefixes, generic responses, ungrammatical
+rewrites and context copies. All are ``R-``: a sound metric should score the result below the
+human response; the paper counts an attack successful when the metric scores the
+adversarial response at least as high as the original (robusteval's beats-reference criterion).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import unicodedata
+from typing import Any, ClassVar
+
+from robusteval.attacks.base import Perturbation
+from robusteval.attacks.registry import register_attack
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+SOURCE = "Vasselli & Watanabe 2023, Adversarial Evaluation of Dialogue System Metrics, Table 2"
+RULES = json.loads(resource("attacks/dialogue_rules.json").read_text(encoding="utf-8"))
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+class _DialogueRule(Perturbation):
+    family: ClassVar[str] = "dialogue-rules"
+    source: ClassVar[str] = SOURCE
+    direction: ClassVar[str] = "R-"
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
+
+
+def _variant(base: type, name: str, doc: str, **attrs: Any) -> type:
+    cls = type(name.replace("-", "_").title().replace("_", ""), (base,),
+               {"name": name, "__doc__": doc, **attrs})
+    return register_attack(cls)
+
+
+class SpeakerTag(_DialogueRule):
+    """Prefix the response with a speaker tag (teacher:/agent:/user:)."""
+
+    tag: ClassVar[str] = ""
+    targets: ClassVar[tuple[str, ...]] = ("naturalness", "fluency")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return f"{self.tag} {sample.response.strip()}"
+
+
+class Generic(_DialogueRule):
+    """Replace the response by a fixed generic response."""
+
+    text: ClassVar[str] = ""
+    targets: ClassVar[tuple[str, ...]] = ("engagingness", "informativeness", "coherence")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return self.text
+
+
+for _key, _tag in RULES["speaker_tags"].items():
+    _variant(SpeakerTag, f"speaker-tag-{_key}", f"Prefix the response with {_tag!r}.", tag=_tag)
+for _key, _text in RULES["generic"].items():
+    _variant(Generic, f"generic-{_key}", f"Replace the response by {_text!r}.", text=_text)
+
+
+@register_attack
+class NoPunctuation(_DialogueRule):
+    """Remove every punctuation token (and punctuation glued to words)."""
+
+    name: ClassVar[str] = "no-punctuation"
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "understandability")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        out = []
+        for w in words(sample.response):
+            stripped = "".join(ch for ch in w if not unicodedata.category(ch).startswith("P"))
+            if stripped:
+                out.append(stripped)
+        return " ".join(out) if out else None
+
+
+@register_attack
+class NoStopwords(_DialogueRule):
+    """Remove stop words (spaCy's English list)."""
+
+    name: ClassVar[str] = "no-stopwords"
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        kept = [w for w in words(sample.response) if w.lower() not in STOP_WORDS]
+        return " ".join(kept) if kept else None
+
+
+class _POSFilter(_DialogueRule):
+    keep_pos: ClassVar[frozenset[str]] = frozenset()
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        from robusteval.nlp import load_spacy
+
+        doc = load_spacy()(sample.response)
+        kept = [t.text for t in doc if t.pos_ in self.keep_pos]
+        return " ".join(kept) if kept else None
+
+
+@register_attack
+class OnlyNounsVerbs(_POSFilter):
+    """Keep only nouns, proper nouns and verbs (spaCy POS)."""
+
+    name: ClassVar[str] = "only-nouns-verbs"
+    keep_pos: ClassVar[frozenset[str]] = frozenset({"NOUN", "PROPN", "VERB"})
+
+
+@register_attack
+class OnlyNouns(_POSFilter):
+    """Keep only nouns and proper nouns (spaCy POS)."""
+
+    name: ClassVar[str] = "only-nouns"
+    keep_pos: ClassVar[frozenset[str]] = frozenset({"NOUN", "PROPN"})
+
+
+@register_attack
+class JumbledWords(_DialogueRule):
+    """Shuffle the words of the response (seeded per sample)."""
+
+    name: ClassVar[str] = "jumbled-words"
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "coherence", "grammaticality")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        w = words(sample.response)
+        if len(set(w)) < 2:
+            return None
+        for _ in range(10):
+            shuffled = w[:]
+            rng.shuffle(shuffled)
+            if shuffled != w:
+                return " ".join(shuffled)
+        return " ".join(reversed(w))
+
+
+@register_attack
+class ReversedWords(_DialogueRule):
+    """Reverse the order of the words."""
+
+    name: ClassVar[str] = "reversed-words"
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "coherence", "grammaticality")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return " ".join(reversed(words(sample.response)))
+
+
+@register_attack
+class RepeatWords(_DialogueRule):
+    """Repeat each word with probability ``p`` (0.2 in the paper)."""
+
+    name: ClassVar[str] = "repeat-words"
+    targets: ClassVar[tuple[str, ...]] = ("fluency", "naturalness")
+
+    def __init__(self, p: float = 0.2, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.p = p
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        out = []
+        for w in words(sample.response):
+            out.append(w)
+            if rng.random() < self.p:
+                out.append(w)
+        return " ".join(out)
+
+
+@register_attack
+class PreviousUtterance(_DialogueRule):
+    """Replace the response by the previous utterance (the last context turn)."""
+
+    name: ClassVar[str] = "previous-utterance"
+    targets: ClassVar[tuple[str, ...]] = ("coherence", "engagingness", "informativeness")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return sample.context[-1] if sample.context else None
+
+
+@register_attack
+class PreviousUtterancePrefix(_DialogueRule):
+    """Prefix the response with the previous utterance."""
+
+    name: ClassVar[str] = "previous-utterance-prefix"
+    targets: ClassVar[tuple[str, ...]] = ("coherence", "naturalness")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return f"{sample.context[-1]} {sample.response}" if sample.context else None

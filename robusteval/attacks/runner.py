@@ -1,0 +1,114 @@
+"""Run attacks over samples against a victim, append results as they finish, summarize ASR."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from robusteval.attacks.base import Attack
+from robusteval.attacks.criteria import Criteria
+from robusteval.attacks.victim import CachedVictim
+from robusteval.results import JsonlLog
+from robusteval.types import Sample
+
+CRITERIA = ("gold", "beats_reference", "expectation")
+
+
+def result_key(attack: str, sample_id: str) -> str:
+    return f"{attack}|{sample_id}"
+
+
+def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_metric: Any,
+                out_path: str | os.PathLike[str], resume: bool = False, budget: int = 300,
+                gold_metric: Any = None, criteria: Criteria | None = None,
+                progress: bool = True) -> JsonlLog:
+    """Attack every sample with every attack; one JSONL row per (attack, sample), appended as
+    soon as it is done. With ``resume`` finished rows are kept and not recomputed.
+
+    The beats-reference criterion compares with the sample's reference when it has one and
+    with the original (human) response otherwise, as Vasselli & Watanabe do.
+    """
+    from tqdm import tqdm
+
+    criteria = criteria or Criteria()
+    victim = CachedVictim(victim_metric)
+    gold = CachedVictim(gold_metric) if gold_metric is not None else None
+    log = JsonlLog(out_path, key="key", resume=resume)
+    total = len(samples) * len(attacks)
+    done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
+    bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
+               disable=not progress, dynamic_ncols=True)
+    for sample in samples:
+        pending = [a for a in attacks if result_key(a.name, sample.id) not in log]
+        if not pending:
+            continue
+        before = victim.score_one(sample, sample.response)
+        reference_text = sample.reference or sample.response
+        reference_score = victim.score_one(sample, reference_text)
+        gold_before = gold.score_one(sample, sample.response) if gold else None
+        rows = []
+        for attack in pending:
+            calls0, hits0 = victim.counters()
+            r = attack.run(sample, victim if attack.needs_victim else None, budget)
+            if r.applicable and r.adversarial is not None:
+                if r.victim_after is None:
+                    r.victim_after = victim.score_one(sample, r.adversarial)
+                if gold is not None and r.gold_after is None:
+                    r.gold_after = gold.score_one(sample, r.adversarial)
+            r.victim_before = before if r.victim_before is None else r.victim_before
+            r.gold_before = gold_before if r.gold_before is None else r.gold_before
+            calls1, hits1 = victim.counters()
+            r.model_calls += calls1 - calls0
+            r.cache_hits += hits1 - hits0
+            r.success = criteria.judge(r, reference_score)
+            r.meta.setdefault("reference_score", reference_score)
+            rows.append({"key": result_key(attack.name, sample.id), **r.to_dict()})
+            bar.update(1)
+        log.append(rows)  # one sample's results at a time: a kill loses at most this sample
+    bar.close()
+    return log
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """ASR per attack under each criterion: successes / applicable results with a verdict."""
+    by_attack: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_attack.setdefault(row["attack"], []).append(row)
+    out: dict[str, dict[str, Any]] = {}
+    for name, group in sorted(by_attack.items()):
+        app = [g for g in group if g["applicable"]]
+        asr: dict[str, float | None] = {}
+        counts: dict[str, list[int]] = {}
+        for c in CRITERIA:
+            verdicts = [g["success"].get(c) for g in app if g["success"].get(c) is not None]
+            asr[c] = float(np.mean(verdicts)) if verdicts else None
+            counts[c] = [int(sum(verdicts)), len(verdicts)]
+        out[name] = {
+            "family": group[0]["family"], "direction": group[0]["direction"], "n": len(group),
+            "applicable": len(app), "asr": asr, "counts": counts,
+            "mean_before": float(np.mean([g["victim_before"] for g in app])) if app else None,
+            "mean_after": float(np.mean([g["victim_after"] for g in app])) if app else None,
+            "model_calls": int(sum(g["model_calls"] for g in group)),
+            "cache_hits": int(sum(g["cache_hits"] for g in group)),
+        }
+    return out
+
+
+def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{100 * v:.1f}"
+
+    lines = [f"# Attack success rates against {victim} (%)", "",
+             "| attack | family | dir | applicable | mean before | mean after | ASR beats-ref | "
+             "ASR expectation | ASR gold | calls | cache hits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, s in summary.items():
+        mb = "n/a" if s["mean_before"] is None else f"{s['mean_before']:.1f}"
+        ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
+        lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['applicable']}/{s['n']} | {mb} | "
+                     f"{ma} | {pct(s['asr']['beats_reference'])} | {pct(s['asr']['expectation'])} | "
+                     f"{pct(s['asr']['gold'])} | {s['model_calls']} | {s['cache_hits']} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,62 @@
+"""A victim metric behind an LRU score cache; real scoring and cache hits are counted apart."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from robusteval.types import Sample
+
+
+class CachedVictim:
+    """Scores (sample, text) pairs with ``metric``, batching cache misses into one call.
+
+    The cache key is (sample id, text): a sample id always carries the same context and
+    references, so the same text for the same sample is never scored twice.
+    """
+
+    def __init__(self, metric: Any, capacity: int = 100_000) -> None:
+        self.metric = metric
+        self.capacity = capacity
+        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self.model_calls = 0  # texts actually scored by the metric
+        self.cache_hits = 0
+        self.batches = 0
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.metric, "name", type(self.metric).__name__))
+
+    def score(self, sample: Sample, texts: Sequence[str]) -> np.ndarray:
+        """Victim scores of ``texts`` as responses to ``sample``."""
+        out = np.zeros(len(texts))
+        missing: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            key = (sample.id, t)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                out[i] = self._cache[key]
+                self.cache_hits += 1
+            else:
+                missing.setdefault(t, []).append(i)
+        if missing:
+            todo = list(missing)
+            scores = self.metric.score([sample.with_response(t) for t in todo])
+            self.model_calls += len(todo)
+            self.batches += 1
+            for t, v in zip(todo, scores, strict=True):
+                self._cache[(sample.id, t)] = float(v)
+                for i in missing[t]:
+                    out[i] = v
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        return out
+
+    def score_one(self, sample: Sample, text: str) -> float:
+        return float(self.score(sample, [text])[0])
+
+    def counters(self) -> tuple[int, int]:
+        return self.model_calls, self.cache_hits

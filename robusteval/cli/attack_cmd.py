@@ -1,0 +1,105 @@
+"""``robusteval attack``: run attacks on a dataset against a victim metric, report ASR;
+``robusteval attacks list``: the registered attacks.
+
+Attacks are given as names, ``family:<family>`` or ``all``. Results go to
+``<out-dir>/results.jsonl`` (one row per attack and sample, appended as each sample is
+finished; ``--resume`` continues a killed run), ``summary.json`` and ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from robusteval.cli.common import add_data_dir, load_config, parse_options, provenance
+from robusteval.errors import RobustevalError
+from robusteval.results import write_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("attack", help="attack a metric and measure attack success", description=__doc__)
+    p.add_argument("--config", help="YAML (configs/attacks/*.yaml); flags win")
+    p.add_argument("--metric", help="victim metric name")
+    p.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="victim option")
+    p.add_argument("--dataset", help="dataset name")
+    p.add_argument("--attacks", help="comma-separated names, family:<family> or all")
+    p.add_argument("--limit", type=int, help="first N samples")
+    p.add_argument("--budget", type=int, help="victim-query budget per search attack (default 300)")
+    p.add_argument("--seed", type=int, help="attack seed (default 0)")
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--resume", action="store_true")
+    add_data_dir(p)
+    p.set_defaults(func=run)
+    lp = sub.add_parser("attacks", help="list attacks")
+    lsub = lp.add_subparsers(dest="action", required=True)
+    ll = lsub.add_parser("list", help="registered attacks")
+    ll.add_argument("--json", action="store_true", help="JSON array, one object per attack")
+    ll.set_defaults(func=run_list)
+
+
+def select_attacks(spec: str | list[str], seed: int) -> list[Any]:
+    from robusteval import attacks
+
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    chosen: list[str] = []
+    for item in (i.strip() for i in items if i.strip()):
+        if item == "all":
+            chosen += attacks.names()
+        elif item.startswith("family:"):
+            fam = item.split(":", 1)[1]
+            found = [n for n in attacks.names() if attacks.ATTACKS.info(n)["family"] == fam]
+            if not found:
+                raise RobustevalError(f"no attack of family {fam!r}")
+            chosen += found
+        else:
+            attacks.ATTACKS.get(item)
+            chosen.append(item)
+    return [attacks.load(n, seed=seed) for n in dict.fromkeys(chosen)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from robusteval import data, metrics
+    from robusteval.attacks.runner import run_attacks, summarize, summary_markdown
+
+    cfg = load_config(args.config)
+    victim_cfg = cfg.get("victim") or {}
+    metric_name = args.metric or victim_cfg.get("name")
+    dataset = args.dataset or cfg.get("dataset")
+    spec = args.attacks or cfg.get("attacks")
+    if not (metric_name and dataset and spec):
+        raise RobustevalError("need a victim metric, a dataset and attacks (flags or --config)")
+    metrics.info(metric_name)
+    options = {**(victim_cfg.get("options") or {}), **parse_options(args.option)}
+    seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
+    budget = args.budget if args.budget is not None else int(cfg.get("budget", 300))
+    chosen = select_attacks(spec, seed)
+    limit = args.limit if args.limit is not None else cfg.get("limit")
+    samples = data.load(dataset, args.data_dir or cfg.get("data_dir"), limit=limit)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    victim = metrics.load(metric_name, **options)
+    log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget)
+    summary = summarize(list(log))
+    label = metric_name + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})" if options else "")
+    write_json(out / "summary.json", {"victim": label, "dataset": dataset, "n_samples": len(samples),
+                                      "attacks": summary, "victim_report": victim.report(),
+                                      "provenance": provenance(cfg)})
+    md = summary_markdown(summary, f"{label} on {dataset}")
+    (out / "summary.md").write_text(md, encoding="utf-8")
+    print(md)
+    print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'summary.md'}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from robusteval import attacks
+
+    rows = [attacks.describe(n) for n in attacks.names()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['name']:<28} {r['family']:<16} {r['direction']}  {r['summary']}")
+    return 0

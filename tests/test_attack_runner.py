@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+from robusteval import Sample, attacks
+from robusteval.attacks.base import AttackResult
+from robusteval.attacks.criteria import Criteria
+from robusteval.attacks.runner import run_attacks, summarize
+from robusteval.attacks.victim import CachedVictim
+from robusteval.metrics.base import Metric
+
+
+class LengthMetric(Metric):
+    """Test victim: longer responses score higher (capped at 100)."""
+
+    name = "length"
+
+    def __init__(self, delay: float = 0.0) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def _score(self, samples):
+        time.sleep(self.delay * len(samples))
+        return np.array([min(100.0, 5.0 * len(s.response.split())) for s in samples])
+
+
+def make_samples(n: int) -> list[Sample]:
+    return [Sample(id=f"s{i}", task="dialogue", response=f"this is answer number {i} .",
+                   context=("hello .", f"question {i} ?")) for i in range(n)]
+
+
+def test_cached_victim_counts_calls_and_hits() -> None:
+    v = CachedVictim(LengthMetric())
+    s = make_samples(1)[0]
+    assert list(v.score(s, ["a b", "a b c", "a b"])) == [10.0, 15.0, 10.0]
+    assert (v.model_calls, v.cache_hits) == (2, 0)
+    v.score(s, ["a b"])
+    assert (v.model_calls, v.cache_hits) == (2, 1)
+
+
+def test_criteria() -> None:
+    c = Criteria()
+    r = AttackResult("a", "f", "s", "R-", "o", "x", "low", victim_before=50, victim_after=60, gold_after=10)
+    assert c.judge(r, reference_score=55) == {"gold": True, "beats_reference": True, "expectation": True}
+    r.victim_after = 45
+    assert c.judge(r, reference_score=55) == {"gold": False, "beats_reference": False, "expectation": False}
+    p = AttackResult("a", "f", "s", "R+", "o", "x", "high", victim_before=80, victim_after=20, gold_after=75)
+    assert c.judge(p, reference_score=None) == {"gold": True, "beats_reference": None, "expectation": True}
+    p.victim_after = 80.5
+    assert c.judge(p, None)["expectation"] is False  # moved less than the tolerance
+
+
+def test_runner_rows_and_summary(tmp_path) -> None:
+    chosen = [attacks.load("generic-cucumber"), attacks.load("previous-utterance-prefix")]
+    log = run_attacks(make_samples(4), chosen, LengthMetric(), tmp_path / "r.jsonl", progress=False)
+    rows = list(log)
+    assert len(rows) == 8
+    summ = summarize(rows)
+    # "Cucumber" (1 word) never beats a 6-word answer; a prefixed answer always does
+    assert summ["generic-cucumber"]["asr"]["beats_reference"] == 0.0
+    assert summ["previous-utterance-prefix"]["asr"]["beats_reference"] == 1.0
+    assert summ["previous-utterance-prefix"]["asr"]["gold"] is None
+    assert summ["generic-cucumber"]["model_calls"] == 4
+
+
+SCRIPT = textwrap.dedent('''
+    import sys, time
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from test_attack_runner import LengthMetric, make_samples
+    from robusteval import attacks
+    from robusteval.attacks.runner import run_attacks
+    chosen = [attacks.load(n) for n in ("generic-hello", "reversed-words", "repeat-words")]
+    run_attacks(make_samples(40), chosen, LengthMetric(delay=0.02), {out!r}, resume=True, progress=False)
+''')
+
+
+def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(tmp_path) -> None:
+    out = tmp_path / "results.jsonl"
+    tests_dir = os.path.dirname(__file__)
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(tests=tests_dir, out=str(out))])
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if out.exists() and len(out.read_text().splitlines()) >= 15:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = out.read_text().splitlines()
+    assert 15 <= len(partial) < 120, "the kill must land midway"
+    chosen = [attacks.load(n) for n in ("generic-hello", "reversed-words", "repeat-words")]
+    log = run_attacks(make_samples(40), chosen, LengthMetric(), out, resume=True, progress=False)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    keys = [x["key"] for x in lines]
+    assert len(keys) == len(set(keys)) == 120 == len(log)
+    fresh = run_attacks(make_samples(40), chosen, LengthMetric(), tmp_path / "fresh.jsonl", progress=False)
+    strip = ("wall_time", "model_calls", "cache_hits")
+    a = {x["key"]: {k: v for k, v in x.items() if k not in strip} for x in lines}
+    b = {x["key"]: {k: v for k, v in x.items() if k not in strip} for x in fresh}
+    assert a == b
