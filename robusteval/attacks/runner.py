@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,7 +13,7 @@ import numpy as np
 from robusteval.attacks.base import Attack
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.victim import CachedVictim
-from robusteval.results import JsonlLog
+from robusteval.results import JsonlLog, write_json
 from robusteval.types import Sample
 
 CRITERIA = ("gold", "beats_reference", "expectation")
@@ -21,15 +23,36 @@ def result_key(attack: str, sample_id: str) -> str:
     return f"{attack}|{sample_id}"
 
 
+def fit_attacks(attacks: Sequence[Attack], fit_on: Sequence[Sample], victim: CachedVictim,
+                path: Path) -> dict[str, Any]:
+    """Fit the attacks that need it (universal triggers) once; the fitted state is saved to
+    ``path`` and reloaded on resume, so a resumed run attacks with the same trigger."""
+    saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for attack in attacks:
+        if not getattr(attack, "needs_fit", False):
+            continue
+        if attack.name in saved:
+            attack.load_fitted(saved[attack.name])  # type: ignore[attr-defined]
+            continue
+        attack.fit(fit_on, victim)  # type: ignore[attr-defined]
+        saved[attack.name] = attack.fitted_state()  # type: ignore[attr-defined]
+        saved[attack.name]["fitted_on"] = [s.id for s in fit_on]
+        write_json(path, saved)
+    return saved
+
+
 def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_metric: Any,
                 out_path: str | os.PathLike[str], resume: bool = False, budget: int = 300,
                 gold_metric: Any = None, criteria: Criteria | None = None,
-                progress: bool = True) -> JsonlLog:
+                progress: bool = True, fit_on: Sequence[Sample] | None = None,
+                fit_size: int = 8) -> JsonlLog:
     """Attack every sample with every attack; one JSONL row per (attack, sample), appended as
     soon as it is done. With ``resume`` finished rows are kept and not recomputed.
 
     The beats-reference criterion compares with the sample's reference when it has one and
-    with the original (human) response otherwise, as Vasselli & Watanabe do.
+    with the original (human) response otherwise, as Vasselli & Watanabe do. Attacks that
+    need fitting are fitted on ``fit_on`` (default: the first ``fit_size`` samples, whose
+    rows are then marked ``fitting_sample`` and left out of the ASR summary).
     """
     from tqdm import tqdm
 
@@ -37,6 +60,9 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     victim = CachedVictim(victim_metric)
     gold = CachedVictim(gold_metric) if gold_metric is not None else None
     log = JsonlLog(out_path, key="key", resume=resume)
+    fit_on = list(fit_on) if fit_on is not None else list(samples[:fit_size])
+    fitted = fit_attacks(attacks, fit_on, victim, Path(out_path).with_name("fitted.json"))
+    fitting_ids = {sid for state in fitted.values() for sid in state.get("fitted_on", [])}
     total = len(samples) * len(attacks)
     done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
@@ -65,6 +91,8 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
             r.cache_hits += hits1 - hits0
             r.success = criteria.judge(r, reference_score)
             r.meta.setdefault("reference_score", reference_score)
+            if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:
+                r.meta["fitting_sample"] = True
             rows.append({"key": result_key(attack.name, sample.id), **r.to_dict()})
             bar.update(1)
         log.append(rows)  # one sample's results at a time: a kill loses at most this sample
@@ -76,6 +104,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """ASR per attack under each criterion: successes / applicable results with a verdict."""
     by_attack: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
+        if row.get("meta", {}).get("fitting_sample"):
+            continue  # a trigger is judged on samples it was not fitted on
         by_attack.setdefault(row["attack"], []).append(row)
     out: dict[str, dict[str, Any]] = {}
     for name, group in sorted(by_attack.items()):

@@ -1,7 +1,7 @@
 """``robusteval metaeval``: correlations between metrics and human judgments.
 
 Either flags (one metric, one or more datasets) or ``--config configs/metaeval/<name>.yaml``
-with lists of ``metrics`` ({name, label, options, datasets}) and ``datasets``
+with lists of ``metrics`` ({name, label, options, datasets, limit}) and ``datasets``
 ({name, aspects, limit, system}). Scores are logged per (metric, dataset) under
 ``<out-dir>/scores/`` as they are computed (``--resume`` reuses them); results go to
 ``metaeval.json`` and ``metaeval.md``.
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         for dc in datasets_cfg:
             if mc.get("datasets") and dc["name"] not in mc["datasets"]:
                 continue
-            samples = loaded[dc["name"]]
+            samples = loaded[dc["name"]][: mc.get("limit")]  # a metric may cap its share (slow LLMs)
             log = out / "scores" / f"{slug(mc['label'])}__{dc['name']}.jsonl"
             try:
                 scores = score_with_log(metric, samples, log, resume=args.resume or log.exists(),

@@ -79,15 +79,19 @@ class LocalCausalLM:
                               truncation=True, max_length=self.max_prompt_tokens,
                               add_special_tokens=False).to(self.device)
 
+    def _batches(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Prompt indices grouped into batches of similar length (less padding)."""
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
     def generate(self, prompts: Sequence[str], n: int = 1, temperature: float = 0.0,
                  max_new_tokens: int = 32, seed: int = 0) -> list[list[str]]:
         torch = self._torch
         out: list[list[str]] = [[] for _ in prompts]
-        for start in range(0, len(prompts), self.batch_size):
-            chunk = list(prompts[start:start + self.batch_size])
-            enc = self._encode(chunk)
+        for idx in self._batches(prompts):
+            enc = self._encode([prompts[i] for i in idx])
             for k in range(n):
-                torch.manual_seed(seed * 1_000_003 + start * 101 + k)
+                torch.manual_seed(seed * 1_000_003 + idx[0] * 101 + k)
                 kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens,
                                           "pad_token_id": self.tokenizer.pad_token_id}
                 if temperature > 0:
@@ -99,8 +103,8 @@ class LocalCausalLM:
                 self.calls += 1
                 texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:],
                                                     skip_special_tokens=True)
-                for i, t in enumerate(texts):
-                    out[start + i].append(t.strip())
+                for i, t in zip(idx, texts, strict=True):
+                    out[i].append(t.strip())
         return out
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str]) -> np.ndarray:
@@ -116,13 +120,13 @@ class LocalCausalLM:
                                       "probability scoring needs single-token options")
             ids.append(toks[0])
         out = np.zeros((len(prompts), len(options)))
-        for start in range(0, len(prompts), self.batch_size):
-            enc = self._encode(list(prompts[start:start + self.batch_size]))
+        for idx in self._batches(prompts):
+            enc = self._encode([prompts[i] for i in idx])
             with torch.no_grad():
                 logits = self.model(**enc).logits[:, -1, :].float()
             self.calls += 1
             probs = torch.softmax(logits, dim=-1)[:, ids]
-            out[start:start + len(probs)] = (probs / probs.sum(-1, keepdim=True)).cpu().numpy()
+            out[idx] = (probs / probs.sum(-1, keepdim=True)).cpu().numpy()
         return out
 
 

@@ -1,0 +1,218 @@
+"""Universal evasion attacks on summarization scoring (Mu & Lim 2023, "Universal Evasion
+Attacks on Summarization Scoring", BlackboxNLP; §4-§5, Tables 1-2).
+
+* ``dot-trigger``: the whole summary is a single "." — with BERTScore on a default model it
+  outscores real summaries (the paper's BERTScore backdoor).
+* ``ga-trigger``: a genetic search (pymoo) for a string of non-alphanumeric characters that
+  maximizes the victim's mean score on a small fitting set of references; each round adds
+  the fitting reference on which the current best trigger is weakest ("refit on the
+  farthest reference") and searches again. The trigger is then used unchanged on unseen
+  samples.
+* ``broken-sentence``: a ROUGE attacker — from a bag of salient words, take the C = 3 longest
+  runs of consecutive source tokens that are all in the bag (Algorithm 1) and concatenate
+  them. ``oracle`` mode takes the bag from the reference itself (an upper bound).
+* ``trigger-broken``: the fitted GA trigger followed by the broken string.
+
+All are ``R-``: none of these strings is a good summary.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robusteval.attacks.base import Perturbation
+from robusteval.attacks.registry import register_attack
+from robusteval.types import Sample
+
+SOURCE = "Mu & Lim 2023, Universal Evasion Attacks on Summarization Scoring (BlackboxNLP)"
+TRIGGER_CHARS = string.punctuation  # the non-alphanumeric alphabet the GA draws from
+
+
+class _Universal(Perturbation):
+    family: ClassVar[str] = "universal"
+    source: ClassVar[str] = SOURCE
+    direction: ClassVar[str] = "R-"
+    tasks: ClassVar[tuple[str, ...]] = ("summarization",)
+    targets: ClassVar[tuple[str, ...]] = ("coherence", "consistency", "fluency", "relevance")
+    needs_fit: ClassVar[bool] = False
+
+
+@register_attack
+class DotTrigger(_Universal):
+    """Replace the summary by a single "." (the BERTScore backdoor)."""
+
+    name: ClassVar[str] = "dot-trigger"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return "."
+
+
+def decode(genes: Sequence[int]) -> str:
+    """Gene i in [0, len(TRIGGER_CHARS)] -> character; the top value means "no character"."""
+    return "".join(TRIGGER_CHARS[g] for g in genes if 0 <= g < len(TRIGGER_CHARS))
+
+
+@register_attack
+class GATrigger(_Universal):
+    """A non-alphanumeric trigger string found by a genetic search, applied unchanged."""
+
+    name: ClassVar[str] = "ga-trigger"
+    needs_fit: ClassVar[bool] = True
+
+    def __init__(self, length: int = 8, pop_size: int = 24, generations: int = 12, rounds: int = 3,
+                 fit_size: int = 8, trigger: str | None = None, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.length, self.pop_size, self.generations = length, pop_size, generations
+        self.rounds, self.fit_size = rounds, fit_size
+        self.trigger = trigger
+        self.history: list[dict[str, Any]] = []
+
+    def fit(self, samples: Sequence[Sample], victim: Any) -> str:
+        """Search the trigger on ``samples[:fit_size]`` (their references) against ``victim``
+        (a CachedVictim); returns it and keeps it for :meth:`perturb`."""
+        from pymoo.algorithms.soo.nonconvex.ga import GA
+        from pymoo.core.problem import Problem
+        from pymoo.operators.crossover.sbx import SBX
+        from pymoo.operators.mutation.pm import PM
+        from pymoo.operators.repair.rounding import RoundingRepair
+        from pymoo.operators.sampling.rnd import IntegerRandomSampling
+        from pymoo.optimize import minimize
+
+        pool, seen = [], set()
+        for s in samples:  # one sample per distinct reference set
+            if s.all_references() and s.all_references() not in seen:
+                seen.add(s.all_references())
+                pool.append(s)
+        if not pool:
+            raise ValueError("ga-trigger needs samples with references to fit on")
+        fitting = [pool[0]]
+        candidates = pool[: max(self.fit_size, 1)]
+
+        def mean_score(trigger: str, group: Sequence[Sample]) -> float:
+            if not trigger:
+                return -1.0
+            return float(np.mean([victim.score_one(s, trigger) for s in group]))
+
+        best = "."
+        for rnd in range(self.rounds):
+            group = list(fitting)
+
+            class TriggerProblem(Problem):
+                def __init__(self, n_var: int, group: list[Sample]) -> None:
+                    super().__init__(n_var=n_var, n_obj=1, xl=0, xu=len(TRIGGER_CHARS), vtype=int)
+                    self.group = group
+
+                def _evaluate(self, x: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+                    out["F"] = np.array([[-mean_score(decode(row.astype(int)), self.group)] for row in x])
+
+            algorithm = GA(pop_size=self.pop_size, sampling=IntegerRandomSampling(),
+                           crossover=SBX(prob=0.9, eta=3.0, vtype=float, repair=RoundingRepair()),
+                           mutation=PM(prob=1.0, eta=3.0, vtype=float, repair=RoundingRepair()),
+                           eliminate_duplicates=True)
+            res = minimize(TriggerProblem(self.length, group), algorithm, ("n_gen", self.generations),
+                           seed=self.seed + rnd, verbose=False)
+            found = decode(np.atleast_2d(res.X)[0].astype(int))
+            if mean_score(found, group) >= mean_score(best, group):
+                best = found
+            scores = {s.id: victim.score_one(s, best) for s in candidates}
+            self.history.append({"round": rnd, "trigger": best, "fitting": [s.id for s in group],
+                                 "fit_mean": mean_score(best, group)})
+            farthest = min((s for s in candidates if s not in fitting), key=lambda s: scores[s.id],
+                           default=None)
+            if farthest is None:
+                break
+            fitting.append(farthest)
+        self.trigger = best
+        return best
+
+    def fitted_state(self) -> dict[str, Any]:
+        return {"trigger": self.trigger, "history": self.history}
+
+    def load_fitted(self, state: dict[str, Any]) -> None:
+        self.trigger = state["trigger"]
+        self.history = list(state.get("history", []))
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        if self.trigger is None:
+            raise RuntimeError("ga-trigger is not fitted: call fit() (the runner does) or pass trigger=")
+        return self.trigger
+
+
+def _norm(token: str) -> str:
+    return "".join(ch for ch in token.lower() if ch.isalnum())
+
+
+def broken_string(source: str, bag: set[str], runs: int = 3) -> str | None:
+    """Algorithm 1: the ``runs`` longest runs of consecutive source tokens whose normalized
+    form is in ``bag`` (earliest first on ties), concatenated in source order."""
+    tokens = source.split()
+    found: list[tuple[int, int]] = []
+    start = None
+    for i, tok in enumerate([*tokens, ""]):
+        inside = bool(_norm(tok)) and _norm(tok) in bag
+        if inside and start is None:
+            start = i
+        elif not inside and start is not None:
+            found.append((start, i))
+            start = None
+    if not found:
+        return None
+    chosen = sorted(sorted(found, key=lambda r: (-(r[1] - r[0]), r[0]))[:runs])
+    return " ".join(" ".join(tokens[a:b]) for a, b in chosen)
+
+
+@register_attack
+class BrokenSentence(_Universal):
+    """Concatenate the longest salient runs of the source (ROUGE attacker, oracle bag by default)."""
+
+    name: ClassVar[str] = "broken-sentence"
+
+    def __init__(self, runs: int = 3, bag: str = "oracle", seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        if bag != "oracle":
+            raise ValueError("bag must be 'oracle' (the predicted bag comes with the salient-word "
+                             "classifier)")
+        self.runs = runs
+        self.bag = bag
+
+    def salient(self, sample: Sample) -> set[str]:
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        words = {_norm(w) for r in sample.all_references() for w in r.split()}
+        return {w for w in words if w and w not in STOP_WORDS}
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return broken_string(sample.source_text(), self.salient(sample), self.runs)
+
+
+@register_attack
+class TriggerBroken(BrokenSentence):
+    """The fitted GA trigger followed by the broken string."""
+
+    name: ClassVar[str] = "trigger-broken"
+    needs_fit: ClassVar[bool] = True
+
+    def __init__(self, runs: int = 3, bag: str = "oracle", trigger: str | None = None,
+                 seed: int = 0, **ga: Any) -> None:
+        super().__init__(runs=runs, bag=bag, seed=seed)
+        self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
+
+    def fit(self, samples: Sequence[Sample], victim: Any) -> str:
+        return self.ga.fit(samples, victim)
+
+    def fitted_state(self) -> dict[str, Any]:
+        return self.ga.fitted_state()
+
+    def load_fitted(self, state: dict[str, Any]) -> None:
+        self.ga.load_fitted(state)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        broken = super().perturb(sample, rng)
+        if broken is None:
+            return None
+        return f"{self.ga.perturb(sample, rng)} {broken}"

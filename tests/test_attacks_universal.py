@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from robusteval import Sample, attacks
+from robusteval.attacks.runner import run_attacks, summarize
+from robusteval.attacks.universal import TRIGGER_CHARS, broken_string, decode
+from robusteval.attacks.victim import CachedVictim
+from robusteval.metrics.base import Metric
+
+SRC = ("The mayor of Springfield opened a new bridge on Monday . The bridge cost 5 million dollars "
+       "and links the old town with the harbour . Critics said the bridge was too expensive .")
+REF = "Springfield mayor opened new bridge linking old town with harbour ."
+
+
+def sample(i: int = 0, ref: str = REF) -> Sample:
+    return Sample(id=f"s{i}", task="summarization", response="A summary .", context=(SRC,), reference=ref)
+
+
+def test_dot_trigger() -> None:
+    r = attacks.load("dot-trigger").run(sample())
+    assert r.adversarial == "." and r.direction == "R-"
+
+
+def test_broken_string_algorithm_exact() -> None:
+    # runs are maximal stretches of bag words; the three longest, kept in source order
+    assert broken_string("a x y z b x y c x", {"x", "y", "z"}, runs=2) == "x y z x y"
+    assert broken_string("a x y z b x y c x", {"x", "y", "z"}, runs=3) == "x y z x y x"
+    assert broken_string("nothing here", {"x"}) is None
+
+
+def test_broken_sentence_oracle_uses_reference_words() -> None:
+    # bag = reference words minus stop words; runs of length 2 win over single words
+    adv = attacks.load("broken-sentence").run(sample()).adversarial
+    assert adv == "Springfield opened new bridge old town"
+
+
+class TriggerLovingMetric(Metric):
+    """Test victim: rewards '!' and '?' characters (so the GA has a clear optimum)."""
+
+    name = "bang"
+
+    def _score(self, samples):
+        return np.array([10.0 * sum(ch in "!?" for ch in s.response) for s in samples])
+
+
+def test_decode_and_ga_search_is_seeded_and_improves() -> None:
+    assert decode([0, len(TRIGGER_CHARS), 1]) == TRIGGER_CHARS[0] + TRIGGER_CHARS[1]
+    v = CachedVictim(TriggerLovingMetric())
+    samples = [sample(i, ref=f"reference {i}") for i in range(4)]
+    a = attacks.load("ga-trigger", length=6, pop_size=16, generations=8, rounds=2, fit_size=4, seed=3)
+    trig = a.fit(samples, v)
+    assert trig and not any(ch.isalnum() for ch in trig)
+    assert sum(ch in "!?" for ch in trig) >= 3  # far better than the "." start
+    b = attacks.load("ga-trigger", length=6, pop_size=16, generations=8, rounds=2, fit_size=4, seed=3)
+    assert b.fit(samples, CachedVictim(TriggerLovingMetric())) == trig
+    assert a.run(samples[0]).adversarial == trig
+
+
+def test_runner_fits_once_saves_trigger_and_excludes_fitting_samples(tmp_path) -> None:
+    samples = [sample(i, ref=f"reference number {i}") for i in range(10)]
+    chosen = [attacks.load("ga-trigger", length=4, pop_size=8, generations=3, rounds=1, fit_size=3)]
+    log = run_attacks(samples, chosen, TriggerLovingMetric(), tmp_path / "r.jsonl", progress=False,
+                      fit_size=3)
+    fitted = json.loads((tmp_path / "fitted.json").read_text())
+    assert fitted["ga-trigger"]["fitted_on"] == ["s0", "s1", "s2"]
+    rows = list(log)
+    assert sum(bool(r["meta"].get("fitting_sample")) for r in rows) == 3
+    assert summarize(rows)["ga-trigger"]["n"] == 7
+    assert {r["adversarial"] for r in rows} == {fitted["ga-trigger"]["trigger"]}
