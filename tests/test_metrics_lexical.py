@@ -88,3 +88,12 @@ def test_scores_are_deterministic(lexical) -> None:
     batch = [sample(sid=str(i), resp=f"{HYP} {i}") for i in range(5)]
     for m in lexical.values():
         assert np.array_equal(m.score(batch), m.score(batch))
+
+
+def test_reproducibility_before_any_scoring() -> None:
+    # a run that reuses logged scores never calls the metric; the signature must not fail
+    for name in ("bleu", "chrf"):
+        assert "refs unknown before scoring" in metrics.load(name).reproducibility()
+    m = metrics.load("bleu")
+    m.score([sample()])
+    assert "nrefs:1" in m.reproducibility()

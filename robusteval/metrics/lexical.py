@@ -24,6 +24,15 @@ from robusteval.types import Sample
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
+def sacrebleu_signature(metric: Any) -> str:
+    """sacrebleu's signature; before any scoring it cannot know the reference count, so the
+    count is left out then rather than failing."""
+    try:
+        return str(metric.get_signature())
+    except (RuntimeError, ValueError):
+        return f"{type(metric).__name__}(refs unknown before scoring)"
+
+
 def word_tokens(text: str) -> list[str]:
     """Lower-cased word and punctuation tokens (METEOR's input)."""
     return _WORD.findall(text.lower())
@@ -47,7 +56,7 @@ class BLEU(PairMetric):
                          for s in samples])
 
     def signature(self) -> str:
-        return f"{super().signature()}|{self._bleu.get_signature()}|sacrebleu={self._version}"
+        return f"{super().signature()}|{sacrebleu_signature(self._bleu)}|sacrebleu={self._version}"
 
 
 @register_metric("chrf", family="lexical", source="Popović 2015", reference=True)
@@ -67,7 +76,7 @@ class ChrF(PairMetric):
                          for s in samples])
 
     def signature(self) -> str:
-        return f"{super().signature()}|{self._chrf.get_signature()}"
+        return f"{super().signature()}|{sacrebleu_signature(self._chrf)}"
 
 
 class _Rouge(PairMetric):
