@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robusteval.attacks import closed_ended, dialogue_rules, universal  # noqa: F401  (registration)
+from robusteval.attacks import closed_ended, dialogue_rules, search, universal  # noqa: F401  (registration)
 from robusteval.attacks.base import Attack, AttackResult, Perturbation
 from robusteval.attacks.registry import ATTACKS, register_attack
 

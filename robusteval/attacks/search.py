@@ -1,0 +1,260 @@
+"""Score-valued word-substitution search attacks, TextAttack-style: goal + constraints +
+transformation + search, with goals on a real-valued score instead of a class label.
+
+* ``textfooler-pos`` / ``textfooler-neg``: TextFooler (Jin et al. 2020, AAAI) adapted to
+  evaluators as in AdvEval's baselines (Chen et al. 2024, Tables 2-4): word importance by
+  deletion, candidates from WordNet (textattack's ``WordSwapWordNet``), greedy substitution.
+* ``bert-attack-pos`` / ``bert-attack-neg``: BERT-Attack (Li et al. 2020, EMNLP): the same
+  search, candidates from a masked LM's top-k predictions at the masked word (any HF masked
+  LM via ``mlm=``; none ships on PyPI, so users pass theirs; the tests use a tiny one).
+
+``-pos`` = R+: start from the good response and push the victim's score *down* while the
+meaning is kept (synonyms only). ``-neg`` = R-: start from a bad response (another sample's
+response, seeded, as AdvEval's baselines do) and push the victim's score *up*. The budget is
+the number of texts the victim really scores (cache hits are free), 300 by default.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from robusteval.attacks.base import Attack, AttackResult
+from robusteval.attacks.registry import register_attack
+from robusteval.types import Sample
+
+
+@dataclass(frozen=True)
+class ScoreGoal:
+    """Reach the goal when the score moved by ``delta`` in the wanted direction, or crossed
+    ``threshold`` when one is given."""
+
+    maximize: bool
+    delta: float = 20.0
+    threshold: float | None = None
+
+    def gain(self, before: float, now: float) -> float:
+        return now - before if self.maximize else before - now
+
+    def reached(self, before: float, now: float) -> bool:
+        if self.threshold is not None:
+            return now >= self.threshold if self.maximize else now <= self.threshold
+        return self.gain(before, now) >= self.delta
+
+
+@dataclass(frozen=True)
+class WordConstraints:
+    """Which words may change: not stop words, not too short, each at most once, and at
+    most ``max_ratio`` of the words in total."""
+
+    max_ratio: float = 0.3
+    min_length: int = 2
+
+    def modifiable(self, words: Sequence[str]) -> list[int]:
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        return [i for i, w in enumerate(words)
+                if len(w) >= self.min_length and w.lower() not in STOP_WORDS and any(c.isalpha() for c in w)]
+
+
+class WordNetCandidates:
+    """Synonym candidates from textattack's ``WordSwapWordNet`` transformation."""
+
+    def __init__(self, max_candidates: int = 30) -> None:
+        from robusteval.paths import ensure_nltk_data_path
+
+        ensure_nltk_data_path()
+        from textattack.transformations import WordSwapWordNet
+
+        self.transformation = WordSwapWordNet()
+        self.max_candidates = max_candidates
+        self.name = "textattack.WordSwapWordNet"
+
+    def __call__(self, text: Any, index: int) -> list[Any]:
+        out = self.transformation(text, indices_to_modify={index})
+        return out[: self.max_candidates]
+
+
+class MaskedLMCandidates:
+    """Top-k whole-word predictions of a masked LM at the masked word (BERT-Attack)."""
+
+    def __init__(self, mlm: str, k: int = 30) -> None:
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(mlm)
+        self.model = AutoModelForMaskedLM.from_pretrained(mlm).eval()
+        self.k = k
+        self.name = f"mlm:{mlm}"
+
+    def __call__(self, text: Any, index: int) -> list[Any]:
+        import torch
+
+        words = list(text.words)
+        original = words[index]
+        masked = text.replace_word_at_index(index, self.tokenizer.mask_token)
+        enc = self.tokenizer(masked.text, return_tensors="pt", truncation=True, max_length=256)
+        pos = (enc["input_ids"][0] == self.tokenizer.mask_token_id).nonzero()
+        if len(pos) == 0:
+            return []
+        with torch.no_grad():
+            logits = self.model(**enc).logits[0, int(pos[0])]
+        out = []
+        for tok_id in torch.topk(logits, min(self.k * 3, logits.shape[-1])).indices.tolist():
+            tok = self.tokenizer.convert_ids_to_tokens(tok_id)
+            special = tok in self.tokenizer.all_special_tokens
+            if special or tok.startswith("##") or not tok.isalpha() or tok.lower() == original.lower():
+                continue
+            out.append(text.replace_word_at_index(index, tok))
+            if len(out) >= self.k:
+                break
+        return out
+
+
+class _WordSearch(Attack):
+    family: ClassVar[str] = "word-search"
+    needs_victim: ClassVar[bool] = True
+    needs_pool: ClassVar[bool] = False
+
+    def __init__(self, budget: int = 300, delta: float = 20.0, threshold: float | None = None,
+                 max_ratio: float = 0.3, seed: int = 0, trace: bool = False) -> None:
+        super().__init__(seed=seed)
+        self.goal = ScoreGoal(maximize=self.direction == "R-", delta=delta, threshold=threshold)
+        self.constraints = WordConstraints(max_ratio=max_ratio)
+        self.default_budget = budget
+        self.keep_trace = trace
+        self.pool: list[str] = []
+        self._candidates: Any = None
+
+    def candidates(self) -> Any:
+        raise NotImplementedError
+
+    def prepare(self, samples: Sequence[Sample]) -> None:
+        """R- attacks start from another sample's response: keep the pool of responses."""
+        self.pool = [s.response for s in samples]
+
+    def start_text(self, sample: Sample, rng: random.Random) -> str | None:
+        if self.direction == "R+":
+            return sample.response
+        others = [r for r in self.pool if r != sample.response]
+        return rng.choice(others) if others else None
+
+    def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
+        from robusteval.paths import ensure_nltk_data_path
+
+        ensure_nltk_data_path()  # textattack reads NLTK stop words when first imported
+        from textattack.shared import AttackedText
+
+        if victim is None:
+            raise ValueError(f"{self.name} needs a victim")
+        t0 = time.perf_counter()
+        budget = budget or self.default_budget
+        rng = self.rng(sample)
+        start = self.start_text(sample, rng)
+        result = AttackResult(attack=self.name, family=self.family, sample_id=sample.id,
+                              direction=self.direction, original=start or sample.response,
+                              adversarial=None, expected="high" if self.direction == "R+" else "low")
+        if not start:
+            result.applicable, result.note = False, "no starting text (empty pool)"
+            return result
+        calls0 = victim.model_calls
+        text = AttackedText(start)
+        before = victim.score_one(sample, text.text)
+        best, best_score = text, before
+        trace: list[dict[str, Any]] = []
+        words = list(text.words)
+        allowed = self.constraints.modifiable(words)
+        max_changes = max(1, int(self.constraints.max_ratio * len(words)))
+        # word importance by deletion (one query per modifiable word)
+        deleted = [text.delete_word_at_index(i).text for i in allowed]
+        importance = victim.score(sample, deleted) if deleted else []
+        order = sorted(range(len(allowed)), key=lambda j: -self.goal.gain(before, float(importance[j])))
+        changes = 0
+        for j in order:
+            if victim.model_calls - calls0 >= budget or self.goal.reached(before, best_score) or changes >= max_changes:
+                break
+            idx = allowed[j]
+            cands = self.candidates()(best, idx)
+            if not cands:
+                continue
+            room = budget - (victim.model_calls - calls0)
+            cands = cands[: max(room, 0)]
+            if not cands:
+                break
+            scores = victim.score(sample, [c.text for c in cands])
+            k = max(range(len(cands)), key=lambda i: self.goal.gain(best_score, float(scores[i])))
+            if self.goal.gain(best_score, float(scores[k])) > 0:
+                best, best_score = cands[k], float(scores[k])
+                changes += 1
+                if self.keep_trace:
+                    trace.append({"index": idx, "text": best.text, "score": best_score})
+        result.adversarial = best.text if best.text != start else None
+        result.applicable = result.adversarial is not None
+        result.note = "" if result.applicable else "no substitution moved the score"
+        result.victim_before, result.victim_after = before, best_score if result.applicable else None
+        result.meta.update({"goal_reached": self.goal.reached(before, best_score), "changes": changes,
+                            "candidates": self.candidates().name,
+                            "start": "original" if self.direction == "R+" else "other-response"})
+        result.trace = trace if self.keep_trace else None
+        result.wall_time = time.perf_counter() - t0
+        return result
+
+
+class _TextFooler(_WordSearch):
+    source: ClassVar[str] = "Jin et al. 2020 (TextFooler); as a baseline in Chen et al. 2024 (AdvEval), Tables 2-4"
+
+    def candidates(self) -> Any:
+        if self._candidates is None:
+            self._candidates = WordNetCandidates()
+        return self._candidates
+
+
+@register_attack
+class TextFoolerPos(_TextFooler):
+    """R+: synonym swaps (WordNet) that lower the victim's score of a good response."""
+
+    name: ClassVar[str] = "textfooler-pos"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("overall",)
+
+
+@register_attack
+class TextFoolerNeg(_TextFooler):
+    """R-: synonym swaps (WordNet) that raise the victim's score of a bad (mismatched) response."""
+
+    name: ClassVar[str] = "textfooler-neg"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("coherence", "relevance")
+
+
+class _BertAttack(_WordSearch):
+    source: ClassVar[str] = "Li et al. 2020 (BERT-Attack); as a baseline in Chen et al. 2024 (AdvEval), Tables 2-4"
+
+    def __init__(self, mlm: str = "bert-base-uncased", k: int = 30, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mlm, self.k = mlm, k
+
+    def candidates(self) -> Any:
+        if self._candidates is None:
+            self._candidates = MaskedLMCandidates(self.mlm, self.k)
+        return self._candidates
+
+
+@register_attack
+class BertAttackPos(_BertAttack):
+    """R+: masked-LM word swaps that lower the victim's score of a good response."""
+
+    name: ClassVar[str] = "bert-attack-pos"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("overall",)
+
+
+@register_attack
+class BertAttackNeg(_BertAttack):
+    """R-: masked-LM word swaps that raise the victim's score of a bad (mismatched) response."""
+
+    name: ClassVar[str] = "bert-attack-neg"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("coherence", "relevance")

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robusteval import Sample, attacks
+from robusteval.attacks.search import ScoreGoal, WordConstraints
+from robusteval.attacks.victim import CachedVictim
+from robusteval.metrics.base import Metric
+
+GOOD = Sample(id="g", task="dialogue", response="the movie was really good and the actors were great",
+              context=("did you like the film ?",))
+
+
+class WordListMetric(Metric):
+    """Test victim: 10 points per word from a fixed 'liked' list, capped at 100."""
+
+    name = "liked-words"
+    liked = frozenset({"good", "great", "really", "movie", "actors"})
+
+    def _score(self, samples):
+        return np.array([min(100.0, 10.0 * sum(w in self.liked for w in s.response.split())) for s in samples])
+
+
+def test_goal_and_constraints() -> None:
+    g = ScoreGoal(maximize=False, delta=20)
+    assert g.reached(80, 55) and not g.reached(80, 65) and g.gain(80, 70) == 10
+    assert ScoreGoal(maximize=True, threshold=50).reached(10, 50)
+    assert WordConstraints().modifiable(["the", "movie", "was", "x", "great", "!"]) == [1, 4]
+
+
+def test_textfooler_pos_lowers_score_with_synonyms_within_budget() -> None:
+    v = CachedVictim(WordListMetric())
+    a = attacks.load("textfooler-pos", delta=20, trace=True)
+    r = a.run(GOOD, v, budget=300)
+    assert r.applicable and r.direction == "R+"
+    assert r.victim_before == 50.0 and r.victim_after <= 30.0 and r.meta["goal_reached"]
+    changed = [(x, y) for x, y in zip(GOOD.response.split(), r.adversarial.split(), strict=True) if x != y]
+    assert 1 <= len(changed) <= 3 and all(x in WordListMetric.liked for x, _ in changed)
+    assert v.model_calls <= 300 and r.trace
+
+
+def test_budget_counts_real_queries_only() -> None:
+    v = CachedVictim(WordListMetric())
+    a = attacks.load("textfooler-pos", delta=100)  # unreachable: runs until the budget
+    a.run(GOOD, v, budget=12)
+    assert v.model_calls <= 12
+    calls = v.model_calls
+    a.run(GOOD, v, budget=12)  # replays the first 12 queries from the cache, then 12 new ones
+    assert v.cache_hits >= 12 and v.model_calls - calls <= 12
+
+
+def test_textfooler_neg_starts_from_another_response_and_raises_score() -> None:
+    pool = [GOOD, GOOD.with_response("the film is good"), Sample(id="b", task="dialogue",
+            response="the weather is nice today and the food is tasty", context=("hi",))]
+    a = attacks.load("textfooler-neg", delta=10, seed=1)
+    a.prepare(pool)
+    r = a.run(pool[2], CachedVictim(WordListMetric()))
+    assert r.original != pool[2].response and r.direction == "R-"
+    if r.applicable:
+        assert r.victim_after > r.victim_before
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm(tiny_bert, tmp_path_factory):
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny_mlm")
+    tok = BertTokenizerFast.from_pretrained(tiny_bert)
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=64)).save_pretrained(folder)
+    return folder
+
+
+def test_bert_attack_candidates_from_masked_lm(tiny_mlm) -> None:
+    from robusteval.paths import ensure_nltk_data_path
+
+    ensure_nltk_data_path()
+    from textattack.shared import AttackedText
+
+    from robusteval.attacks.search import MaskedLMCandidates
+
+    cands = MaskedLMCandidates(str(tiny_mlm), k=5)(AttackedText(GOOD.response), 1)
+    assert 1 <= len(cands) <= 5
+    assert all(c.words[0] == "the" and c.words[1] != "movie" and c.words[2:] == GOOD.response.split()[2:]
+               for c in cands)
+    r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5).run(GOOD, CachedVictim(WordListMetric()))
+    assert r.direction == "R+" and (not r.applicable or r.victim_after < r.victim_before)
