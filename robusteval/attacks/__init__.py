@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from robusteval.attacks import closed_ended, dialogue_rules, search, universal  # noqa: F401  (registration)
+from robusteval.attacks import (  # noqa: F401  (registration)
+    adveval,
+    closed_ended,
+    dialogue_rules,
+    search,
+    universal,
+)
 from robusteval.attacks.base import Attack, AttackResult, Perturbation
 from robusteval.attacks.registry import ATTACKS, register_attack
 

@@ -1,0 +1,178 @@
+"""AdvEval (Chen et al. 2024, "Unveiling the Achilles' Heel of NLG Evaluators: A Unified
+Adversarial Framework Driven by Large Language Models", ACL Findings; §3, Algorithm 1).
+
+A generator LLM proposes ``candidates`` (8) texts per iteration from a prompt holding the
+task instruction, optional evaluation criteria and the ``top_k`` (10) best texts so far with
+their feedback scores in ascending order. A gold evaluator (an LLM judge averaged over its
+``n`` samples) and the victim score each candidate; the feedback is
+``a * S_gold - S_victim`` for R+ (good text the victim under-rates) and
+``S_victim - a * S_gold`` for R- (bad text the victim over-rates). The loop stops when the
+best text meets the gold criterion (tau1 / tau2, as in the runner's ``gold`` criterion) or
+after ``max_iters`` iterations, or when the victim-query budget is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, ClassVar
+
+from robusteval.attacks.base import Attack, AttackResult
+from robusteval.attacks.criteria import Criteria
+from robusteval.attacks.registry import register_attack
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+PROMPTS = {k: v for k, v in json.loads(resource("attacks/adveval_prompts.json").read_text(encoding="utf-8")).items()
+           if not k.startswith("_")}
+SOURCE_NAMES = {"dialogue": "Dialogue history", "summarization": "Article", "fact": "Article",
+                "question_generation": "Passage and answer", "data_to_text": "Input data"}
+OBJECTS = {"dialogue": "response", "summarization": "summary", "fact": "summary",
+           "question_generation": "question", "data_to_text": "text"}
+
+
+def clean_candidate(text: str) -> str:
+    """First non-empty line of a generation, without list markers, labels or quotes."""
+    marker = re.compile(r"^\s*(?:\d+[.)]|[-*•]|(?:response|summary|question|text)\s*:)\s*", re.IGNORECASE)
+    for line in text.splitlines():
+        previous = None
+        while previous != line:
+            previous, line = line, marker.sub("", line).strip().strip('"').strip()
+        if line:
+            return line
+    return ""
+
+
+class _AdvEval(Attack):
+    family: ClassVar[str] = "adveval"
+    source: ClassVar[str] = "Chen et al. 2024 (AdvEval), §3"
+    needs_victim: ClassVar[bool] = True
+    needs_llm: ClassVar[bool] = True
+
+    def __init__(self, generator: Any = None, gold: Any = None, a: float = 1.0, candidates: int = 8,
+                 top_k: int = 10, max_iters: int = 5, criteria_text: str | None = None,
+                 temperature: float = 1.0, max_new_tokens: int = 96, seed: int = 0,
+                 criteria: Criteria | None = None) -> None:
+        super().__init__(seed=seed)
+        self._generator_spec, self._gold_spec = generator, gold
+        self.a, self.n_candidates, self.top_k, self.max_iters = a, candidates, top_k, max_iters
+        self.criteria_text = criteria_text
+        self.temperature, self.max_new_tokens = temperature, max_new_tokens
+        self.criteria = criteria or Criteria()
+        self._generator: Any = None
+        self._gold: Any = None
+
+    @property
+    def generator(self) -> Any:
+        if self._generator is None:
+            from robusteval.llm import load_backend
+
+            spec = self._generator_spec
+            self._generator = spec if spec is not None and not isinstance(spec, str) else load_backend(spec)
+        return self._generator
+
+    @property
+    def gold(self) -> Any:
+        """The gold evaluator: a Metric (default: the LLM judge with AdvEval's 0-100 prompts)."""
+        if self._gold is None:
+            spec = self._gold_spec
+            if spec is None or isinstance(spec, str | dict):
+                from robusteval import metrics
+
+                opts = spec if isinstance(spec, dict) else {}
+                self._gold = metrics.load("llm-judge", **{"template": "adveval-dialogue", **opts})
+            else:
+                self._gold = spec
+        return self._gold
+
+    def feedback(self, gold: float, victim: float) -> float:
+        return self.a * gold - victim if self.direction == "R+" else victim - self.a * gold
+
+    def done(self, gold: float, victim: float) -> bool:
+        if self.direction == "R+":
+            return gold >= self.criteria.tau1_pos and gold - victim >= self.criteria.tau2
+        return gold <= self.criteria.tau1_neg and victim - gold >= self.criteria.tau2
+
+    def prompt(self, sample: Sample, history: list[dict[str, Any]]) -> str:
+        top = sorted(history, key=lambda h: h["feedback"])[-self.top_k:]
+        trajectory = "\n".join(f"- ({h['feedback']:.1f}) {h['text']}" for h in top)
+        crit = f"\n\nEvaluation criteria:\n{self.criteria_text}" if self.criteria_text else ""
+        source = "\n".join(sample.context) if sample.task == "dialogue" else sample.source_text()[:3000]
+        if sample.task == "question_generation":
+            source = f"{source}\nAnswer: {sample.answer or ''}"
+        return PROMPTS[self.direction].format(
+            object=OBJECTS.get(sample.task, "text"), source_name=SOURCE_NAMES.get(sample.task, "Input"),
+            source=source, trajectory=trajectory, criteria=crit)
+
+    def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
+        if victim is None:
+            raise ValueError(f"{self.name} needs a victim")
+        t0 = time.perf_counter()
+        calls0 = victim.model_calls
+        budget = budget or 300
+
+        def gold_score(text: str) -> float:
+            return float(self.gold.score([sample.with_response(text)])[0])
+
+        v0, g0 = victim.score_one(sample, sample.response), gold_score(sample.response)
+        history = [{"text": sample.response, "victim": v0, "gold": g0, "feedback": self.feedback(g0, v0),
+                    "iteration": 0}]
+        seen = {sample.response}
+        stop_reason = "max_iters"
+        for it in range(1, self.max_iters + 1):
+            if self.done(max(history, key=lambda h: h["feedback"])["gold"],
+                         max(history, key=lambda h: h["feedback"])["victim"]):
+                stop_reason = "criterion met"
+                break
+            if victim.model_calls - calls0 >= budget:
+                stop_reason = "budget"
+                break
+            outs = self.generator.generate([self.prompt(sample, history)], n=self.n_candidates,
+                                           temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+                                           seed=self.seed * 7919 + it)[0]
+            cands = [c for c in dict.fromkeys(clean_candidate(o) for o in outs) if c and c not in seen]
+            room = budget - (victim.model_calls - calls0)
+            cands = cands[:max(room, 0)]
+            if not cands:
+                continue
+            seen.update(cands)
+            vs = victim.score(sample, cands)
+            gs = self.gold.score([sample.with_response(c) for c in cands])
+            for c, v, g in zip(cands, vs, gs, strict=True):
+                history.append({"text": c, "victim": float(v), "gold": float(g),
+                                "feedback": self.feedback(float(g), float(v)), "iteration": it})
+        else:
+            best = max(history, key=lambda h: h["feedback"])
+            if self.done(best["gold"], best["victim"]):
+                stop_reason = "criterion met"
+        best = max(history[1:] or history, key=lambda h: h["feedback"])
+        result = AttackResult(
+            attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
+            original=sample.response, adversarial=best["text"] if len(history) > 1 else None,
+            expected="high" if self.direction == "R+" else "low", applicable=len(history) > 1,
+            note="" if len(history) > 1 else "the generator produced no usable candidate",
+            victim_before=v0, victim_after=best["victim"] if len(history) > 1 else None,
+            gold_before=g0, gold_after=best["gold"] if len(history) > 1 else None,
+            trace=history, wall_time=time.perf_counter() - t0,
+            meta={"stop": stop_reason, "iterations": max(h["iteration"] for h in history),
+                  "generator": getattr(self.generator, "name", "?"), "a": self.a})
+        return result
+
+
+@register_attack
+class AdvEvalPos(_AdvEval):
+    """R+: LLM-generated good texts that the victim under-rates (gold high, victim low)."""
+
+    name: ClassVar[str] = "adveval-pos"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("overall",)
+
+
+@register_attack
+class AdvEvalNeg(_AdvEval):
+    """R-: LLM-generated bad texts that the victim over-rates (gold low, victim high)."""
+
+    name: ClassVar[str] = "adveval-neg"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("overall",)
