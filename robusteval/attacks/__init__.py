@@ -10,6 +10,7 @@ from typing import Any
 
 from robusteval.attacks import (  # noqa: F401  (registration)
     adveval,
+    aspect,
     closed_ended,
     dialogue_rules,
     search,

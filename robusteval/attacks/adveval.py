@@ -34,7 +34,7 @@ OBJECTS = {"dialogue": "response", "summarization": "summary", "fact": "summary"
 
 def clean_candidate(text: str) -> str:
     """First non-empty line of a generation, without list markers, labels or quotes."""
-    marker = re.compile(r"^\s*(?:\d+[.)]|[-*•]|(?:response|summary|question|text)\s*:)\s*", re.IGNORECASE)
+    marker = re.compile(r"^\s*(?:\d+[.)]|[-*•]|(?:response|summary|question|text|rewritten)\s*:)\s*", re.IGNORECASE)
     for line in text.splitlines():
         previous = None
         while previous != line:

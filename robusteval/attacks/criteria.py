@@ -8,7 +8,11 @@
   it at least as high as the reference (ties count). None for R+.
 * ``expectation`` (Hu et al. 2024 directional / invariance tests): an R- attack should make
   the victim's score drop, so it succeeds when the score does not drop; an R+ attack should
-  leave it unchanged, so it succeeds when the score moves by more than ``tolerance``.
+  leave it unchanged, so it succeeds when the score moves by more than ``tolerance``. For an
+  aspect-targeted attack (``meta["aspect"]``) the victim's own aspect decides: if it is the
+  targeted aspect or one of its ancestors the directional test applies; if it is unrelated
+  (neither ancestor nor descendant) the invariance test applies (the score must not move);
+  for a descendant there is no expectation (None).
 """
 
 from __future__ import annotations
@@ -18,6 +22,31 @@ from dataclasses import dataclass
 from robusteval.attacks.base import AttackResult
 
 
+def expectation_test(attack_aspect: str | None, victim_aspect: str) -> str | None:
+    """"directional", "invariance" or None for an R- attack against a victim of an aspect."""
+    if attack_aspect is None:
+        return "directional"
+    from robusteval.attacks.aspect import ancestors, related
+
+    if victim_aspect in ancestors(attack_aspect):
+        return "directional"
+    return None if related(attack_aspect, victim_aspect) else "invariance"
+
+
+UNIEVAL_ASPECTS = {"fluency": "Fluency", "naturalness": "Fluency", "understandability": "Fluency",
+                   "coherence": "Coherence", "consistency": "Faithfulness", "groundedness": "Faithfulness",
+                   "relevance": "Informativeness", "informativeness": "Informativeness"}
+
+
+def victim_aspect(metric: object) -> str:
+    """The quality aspect a victim metric claims to measure (Overall_quality if it does not say)."""
+    aspect = getattr(metric, "aspect", None)
+    if isinstance(aspect, str):
+        return aspect
+    dim = getattr(metric, "dimension", None)
+    return UNIEVAL_ASPECTS.get(str(dim), "Overall_quality")
+
+
 @dataclass(frozen=True)
 class Criteria:
     tau1_pos: float = 70.0
@@ -25,7 +54,8 @@ class Criteria:
     tau2: float = 40.0
     tolerance: float = 1.0
 
-    def judge(self, r: AttackResult, reference_score: float | None) -> dict[str, bool | None]:
+    def judge(self, r: AttackResult, reference_score: float | None,
+              victim_aspect: str = "Overall_quality") -> dict[str, bool | None]:
         if not r.applicable or r.victim_after is None:
             return {"gold": None, "beats_reference": None, "expectation": None}
         gold: bool | None = None
@@ -39,8 +69,10 @@ class Criteria:
             beats = r.victim_after >= reference_score
         expectation: bool | None = None
         if r.victim_before is not None:
-            if r.direction == "R-":
+            moved = abs(r.victim_after - r.victim_before) > self.tolerance
+            test = expectation_test(r.meta.get("aspect"), victim_aspect) if r.direction == "R-" else "invariance"
+            if test == "directional":
                 expectation = r.victim_after >= r.victim_before
-            else:
-                expectation = abs(r.victim_after - r.victim_before) > self.tolerance
+            elif test == "invariance":
+                expectation = moved
         return {"gold": gold, "beats_reference": beats, "expectation": expectation}

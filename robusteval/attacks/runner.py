@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from robusteval.attacks.base import Attack
-from robusteval.attacks.criteria import Criteria
+from robusteval.attacks.criteria import Criteria, victim_aspect
 from robusteval.attacks.victim import CachedVictim
 from robusteval.results import JsonlLog, write_json
 from robusteval.types import Sample
@@ -57,6 +57,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     from tqdm import tqdm
 
     criteria = criteria or Criteria()
+    aspect_of_victim = victim_aspect(victim_metric)
     victim = CachedVictim(victim_metric)
     gold = CachedVictim(gold_metric) if gold_metric is not None else None
     log = JsonlLog(out_path, key="key", resume=resume)
@@ -92,7 +93,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
             calls1, hits1 = victim.counters()
             r.model_calls += calls1 - calls0
             r.cache_hits += hits1 - hits0
-            r.success = criteria.judge(r, reference_score)
+            r.success = criteria.judge(r, reference_score, aspect_of_victim)
             r.meta.setdefault("reference_score", reference_score)
             if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:
                 r.meta["fitting_sample"] = True
