@@ -11,6 +11,7 @@ from typing import Any
 from robusteval.attacks import (  # noqa: F401  (registration)
     adveval,
     aspect,
+    baselines,
     closed_ended,
     dialogue_rules,
     search,

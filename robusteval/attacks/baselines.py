@@ -1,0 +1,210 @@
+"""AdvEval's rule-based baselines (Chen et al. 2024, "Unveiling the Achilles' Heel of NLG
+Evaluators", Tables 2-4), as robusteval reads their names; the paper's own implementations
+are not public. Meaning-keeping rewrites are R+ (the victim should not drop), meaning-breaking
+ones R- (the victim should drop).
+
+| name | dir | rewrite |
+|---|---|---|
+| ``adveval-synonym`` | R+ | up to 20 % of content words (at least one) -> a WordNet synonym |
+| ``adveval-extension`` | R+ | append a content-neutral follow-up ("What about you?") |
+| ``adveval-contraction`` | R+ | contract ("do not" -> "don't") or, if none, expand contractions |
+| ``adveval-jumble`` | R- | shuffle the words |
+| ``adveval-negate-previous`` | R- | the previous utterance with its main verb negated |
+| ``adveval-question-to-assertion`` | R- | a question turned into a statement |
+| ``adveval-change-question-word`` | R- | the wh-word replaced by another |
+| ``adveval-change-name`` | R- | a person's name replaced by another |
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import ClassVar
+
+from robusteval.attacks.aspect import Negation
+from robusteval.attacks.base import Perturbation
+from robusteval.attacks.dialogue_rules import JumbledWords
+from robusteval.attacks.registry import register_attack
+from robusteval.nlp import load_spacy
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+SOURCE = "Chen et al. 2024 (AdvEval), rule-based baselines, Tables 2-4"
+DATA = json.loads(resource("attacks/baselines.json").read_text(encoding="utf-8"))
+
+
+class _Baseline(Perturbation):
+    family: ClassVar[str] = "adveval-baselines"
+    source: ClassVar[str] = SOURCE
+
+
+def _match_case(new: str, old: str) -> str:
+    return new[0].upper() + new[1:] if old[:1].isupper() else new
+
+
+@register_attack
+class Synonym(_Baseline):
+    """R+: replace up to 20% of the content words (at least one) by a WordNet synonym."""
+
+    name: ClassVar[str] = "adveval-synonym"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        from robusteval.paths import ensure_nltk_data_path
+
+        ensure_nltk_data_path()
+        from nltk.corpus import wordnet
+
+        pos_map = {"NOUN": wordnet.NOUN, "VERB": wordnet.VERB, "ADJ": wordnet.ADJ, "ADV": wordnet.ADV}
+        doc = load_spacy()(sample.response)
+        options = []
+        for t in doc:
+            if t.pos_ in pos_map and t.is_alpha and not t.is_stop:
+                syns = sorted({lemma.name().replace("_", " ") for s in wordnet.synsets(t.text, pos=pos_map[t.pos_])
+                               for lemma in s.lemmas() if lemma.name().lower() != t.text.lower()
+                               and "_" not in lemma.name()})
+                if syns:
+                    options.append((t, syns))
+        if not options:
+            return None
+        k = max(1, int(0.2 * len([t for t in doc if t.is_alpha])))
+        chosen = sorted(rng.sample(options, min(k, len(options))), key=lambda o: o[0].idx, reverse=True)
+        text = sample.response
+        for tok, syns in chosen:
+            text = text[: tok.idx] + _match_case(rng.choice(syns), tok.text) + text[tok.idx + len(tok.text):]
+        return text
+
+
+@register_attack
+class Extension(_Baseline):
+    """R+: append a content-neutral follow-up sentence."""
+
+    name: ClassVar[str] = "adveval-extension"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return f"{sample.response.rstrip()} {rng.choice(DATA['extensions'])}"
+
+
+@register_attack
+class Contraction(_Baseline):
+    """R+: contract every expandable pair ("do not" -> "don't"), or else expand contractions."""
+
+    name: ClassVar[str] = "adveval-contraction"
+    direction: ClassVar[str] = "R+"
+    keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        text = sample.response
+        for long, short in DATA["contractions"]:
+            text = re.sub(rf"\b{re.escape(long)}\b", lambda m, s=short: _match_case(s, m.group(0)), text,
+                          flags=re.IGNORECASE)
+        if text != sample.response:
+            return text
+        for long, short in DATA["contractions"]:
+            text = re.sub(rf"(?<![\w']){re.escape(short)}(?![\w'])", lambda m, lg=long: _match_case(lg, m.group(0)),
+                          text, flags=re.IGNORECASE)
+        return text
+
+
+@register_attack
+class Jumble(JumbledWords):
+    """R-: shuffle the words of the response (AdvEval's jumble baseline)."""
+
+    name: ClassVar[str] = "adveval-jumble"
+    family: ClassVar[str] = "adveval-baselines"
+    source: ClassVar[str] = SOURCE
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue", "summarization", "question_generation", "data_to_text", "fact")
+
+
+@register_attack
+class NegatePrevious(_Baseline):
+    """R-: answer with the previous utterance, its main verb negated (a contradiction)."""
+
+    name: ClassVar[str] = "adveval-negate-previous"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("Coherence", "Non-contradiction")
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        if not sample.context:
+            return None
+        return Negation().perturb(sample.with_response(sample.context[-1]), rng)
+
+
+@register_attack
+class QuestionToAssertion(_Baseline):
+    """R-: turn a question into a statement (yes/no questions get subject-aux order back)."""
+
+    name: ClassVar[str] = "adveval-question-to-assertion"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
+    tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        text = sample.response.strip()
+        if "?" not in text:
+            return None
+        doc = load_spacy()(text)
+        first = doc[0]
+        subj = next((t for t in doc if t.dep_ in ("nsubj", "nsubjpass", "expl")), None)
+        if first.pos_ == "AUX" and subj is not None and subj.i > 0:
+            span = doc[subj.left_edge.i: subj.right_edge.i + 1]
+            rest = doc[span.end:].text.rstrip(" ?")
+            aux = first.text.lower()
+            subject = _match_case(span.text, "A") if span[0].pos_ != "PROPN" else span.text
+            if aux in ("do", "does", "did"):  # "Did he go?" -> "He went."
+                from lemminflect import getInflection
+
+                verb = next((t for t in doc[span.end:] if t.pos_ == "VERB"), None)
+                if verb is not None:
+                    tag = {"does": "VBZ", "did": "VBD"}.get(aux, "VBP")
+                    inflected = (getInflection(verb.lemma_, tag=tag) or [verb.text])[0]
+                    rest = doc[span.end:verb.i].text + (" " if verb.i > span.end else "") + inflected + \
+                        (" " + doc[verb.i + 1:].text.rstrip(" ?") if verb.i + 1 < len(doc) else "")
+                    return f"{subject} {rest.strip()}.".replace(" .", ".")
+            return f"{subject} {aux} {rest}.".replace(" .", ".")
+        return text.replace("?", ".")
+
+
+@register_attack
+class ChangeQuestionWord(_Baseline):
+    """R-: replace the question word by another one (the answer no longer fits)."""
+
+    name: ClassVar[str] = "adveval-change-question-word"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
+    tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        words = DATA["question_words"]
+        m = re.search(rf"\b({'|'.join(words)})\b", sample.response, flags=re.IGNORECASE)
+        if not m:
+            return None
+        new = rng.choice([w for w in words if w != m.group(1).lower()])
+        return sample.response[: m.start()] + _match_case(new, m.group(1)) + sample.response[m.end():]
+
+
+@register_attack
+class ChangeName(_Baseline):
+    """R-: replace a person's name by another (from the context if it names someone else)."""
+
+    name: ClassVar[str] = "adveval-change-name"
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = ("Non-contradiction",)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        nlp = load_spacy()
+        people = [e for e in nlp(sample.response).ents if e.label_ == "PERSON"]
+        if not people:
+            return None
+        target = people[0]
+        support = " ".join([*sample.context, sample.fact or ""])
+        pool = sorted({e.text for e in nlp(support).ents if e.label_ == "PERSON"
+                       and e.text.lower() not in target.text.lower() and target.text.lower() not in e.text.lower()})
+        pool = pool or [n for n in DATA["names"] if n.lower() not in target.text.lower()]
+        return sample.response[: target.start_char] + rng.choice(pool) + sample.response[target.end_char:]
