@@ -172,15 +172,25 @@ class BrokenSentence(_Universal):
 
     name: ClassVar[str] = "broken-sentence"
 
-    def __init__(self, runs: int = 3, bag: str = "oracle", seed: int = 0) -> None:
+    def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
+                 seed: int = 0) -> None:
         super().__init__(seed=seed)
-        if bag != "oracle":
-            raise ValueError("bag must be 'oracle' (the predicted bag comes with the salient-word "
-                             "classifier)")
+        if bag not in ("oracle", "predicted"):
+            raise ValueError("bag must be 'oracle' or 'predicted'")
+        if bag == "predicted" and not classifier:
+            raise ValueError("bag='predicted' needs classifier=<folder written by train_salient>")
         self.runs = runs
         self.bag = bag
+        self._classifier_path = classifier
+        self._predictor: Any = None
 
     def salient(self, sample: Sample) -> set[str]:
+        if self.bag == "predicted":
+            if self._predictor is None:
+                from robusteval.attacks.salient import SalientPredictor
+
+                self._predictor = SalientPredictor(str(self._classifier_path))
+            return self._predictor.bag(sample.source_text())
         from spacy.lang.en.stop_words import STOP_WORDS
 
         words = {_norm(w) for r in sample.all_references() for w in r.split()}
@@ -197,9 +207,9 @@ class TriggerBroken(BrokenSentence):
     name: ClassVar[str] = "trigger-broken"
     needs_fit: ClassVar[bool] = True
 
-    def __init__(self, runs: int = 3, bag: str = "oracle", trigger: str | None = None,
-                 seed: int = 0, **ga: Any) -> None:
-        super().__init__(runs=runs, bag=bag, seed=seed)
+    def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
+                 trigger: str | None = None, seed: int = 0, **ga: Any) -> None:
+        super().__init__(runs=runs, bag=bag, classifier=classifier, seed=seed)
         self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
 
     def fit(self, samples: Sequence[Sample], victim: Any) -> str:
