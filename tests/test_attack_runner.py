@@ -41,9 +41,10 @@ def test_cached_victim_counts_calls_and_hits() -> None:
     v = CachedVictim(LengthMetric())
     s = make_samples(1)[0]
     assert list(v.score(s, ["a b", "a b c", "a b"])) == [10.0, 15.0, 10.0]
-    assert (v.model_calls, v.cache_hits) == (2, 0)
-    v.score(s, ["a b"])
-    assert (v.model_calls, v.cache_hits) == (2, 1)
+    assert (v.model_calls, v.cache_hits) == (2, 1)  # the repeated "a b" in the batch is a hit
+    scores, scored = v.score_with_status(s, ["a b", "x y z w", "x y z w"])
+    assert list(scores) == [10.0, 20.0, 20.0] and scored == [False, True, False]
+    assert (v.model_calls, v.cache_hits) == (3, 3)
 
 
 def test_criteria() -> None:

@@ -79,20 +79,32 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         reference_text = sample.reference or sample.response
         reference_score = victim.score_one(sample, reference_text)
         gold_before = gold.score_one(sample, sample.response) if gold else None
-        rows = []
+        # run every attack first; static perturbations need no victim, so their texts are
+        # scored together in one batched victim call below
+        results = []
         for attack in pending:
             calls0, hits0 = victim.counters()
             r = attack.run(sample, victim if attack.needs_victim else None, budget)
-            if r.applicable and r.adversarial is not None:
-                if r.victim_after is None:
-                    r.victim_after = victim.score_one(sample, r.adversarial)
-                if gold is not None and r.gold_after is None:
-                    r.gold_after = gold.score_one(sample, r.adversarial)
-            r.victim_before = before if r.victim_before is None else r.victim_before
-            r.gold_before = gold_before if r.gold_before is None else r.gold_before
             calls1, hits1 = victim.counters()
             r.model_calls += calls1 - calls0
             r.cache_hits += hits1 - hits0
+            results.append((attack, r))
+        todo = [r for _, r in results if r.applicable and r.adversarial is not None and r.victim_after is None]
+        if todo:
+            scores, scored = victim.score_with_status(sample, [r.adversarial for r in todo])  # type: ignore[misc]
+            for r, v, real in zip(todo, scores, scored, strict=True):
+                r.victim_after = float(v)
+                r.model_calls += int(real)  # the first result asking for a new text pays for it
+                r.cache_hits += int(not real)
+        if gold is not None:
+            need_gold = [r for _, r in results if r.applicable and r.adversarial is not None and r.gold_after is None]
+            if need_gold:
+                for r, g in zip(need_gold, gold.score(sample, [r.adversarial for r in need_gold]), strict=True):
+                    r.gold_after = float(g)
+        rows = []
+        for attack, r in results:
+            r.victim_before = before if r.victim_before is None else r.victim_before
+            r.gold_before = gold_before if r.gold_before is None else r.gold_before
             r.success = criteria.judge(r, reference_score, aspect_of_victim)
             r.meta.setdefault("reference_score", reference_score)
             if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:

@@ -32,7 +32,13 @@ class CachedVictim:
 
     def score(self, sample: Sample, texts: Sequence[str]) -> np.ndarray:
         """Victim scores of ``texts`` as responses to ``sample``."""
+        return self.score_with_status(sample, texts)[0]
+
+    def score_with_status(self, sample: Sample, texts: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
+        """Scores and, per text, whether this call really scored it (the first occurrence of
+        a text missing from the cache) rather than serving it from the cache."""
         out = np.zeros(len(texts))
+        scored = [False] * len(texts)
         missing: dict[str, list[int]] = {}
         for i, t in enumerate(texts):
             key = (sample.id, t)
@@ -49,11 +55,13 @@ class CachedVictim:
             self.batches += 1
             for t, v in zip(todo, scores, strict=True):
                 self._cache[(sample.id, t)] = float(v)
+                scored[missing[t][0]] = True
                 for i in missing[t]:
                     out[i] = v
+                self.cache_hits += len(missing[t]) - 1  # duplicates within the batch
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)
-        return out
+        return out, scored
 
     def score_one(self, sample: Sample, text: str) -> float:
         return float(self.score(sample, [text])[0])

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.cli.common import add_data_dir, load_config, parse_options, provenance
+from robusteval.cli.common import add_data_dir, load_config, parse_options, provenance, slug
 from robusteval.errors import RobustevalError
 from robusteval.results import write_json
 
@@ -59,37 +59,56 @@ def select_attacks(spec: str | list[str], seed: int) -> list[Any]:
     return [attacks.load(n, seed=seed) for n in dict.fromkeys(chosen)]
 
 
+def _victims(args: argparse.Namespace, cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """One victim from flags / ``victim:``, or several from ``victims:`` (each gets a subfolder)."""
+    if args.metric:
+        return [{"name": args.metric, "options": parse_options(args.option)}]
+    if cfg.get("victims"):
+        return [dict(v) for v in cfg["victims"]]
+    if cfg.get("victim"):
+        v = dict(cfg["victim"])
+        v["options"] = {**(v.get("options") or {}), **parse_options(args.option)}
+        return [v]
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
     from robusteval import data, metrics
     from robusteval.attacks.runner import run_attacks, summarize, summary_markdown
+    from robusteval.data.select import select
 
     cfg = load_config(args.config)
-    victim_cfg = cfg.get("victim") or {}
-    metric_name = args.metric or victim_cfg.get("name")
+    victims = _victims(args, cfg)
     dataset = args.dataset or cfg.get("dataset")
     spec = args.attacks or cfg.get("attacks")
-    if not (metric_name and dataset and spec):
+    if not (victims and dataset and spec):
         raise RobustevalError("need a victim metric, a dataset and attacks (flags or --config)")
-    metrics.info(metric_name)
-    options = {**(victim_cfg.get("options") or {}), **parse_options(args.option)}
+    for v in victims:
+        metrics.info(v["name"])
     seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
     budget = args.budget if args.budget is not None else int(cfg.get("budget", 300))
     chosen = select_attacks(spec, seed)
+    samples = select(data.load(dataset, args.data_dir or cfg.get("data_dir")), cfg.get("select", "all"),
+                     cfg.get("select_aspect"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
-    samples = data.load(dataset, args.data_dir or cfg.get("data_dir"), limit=limit)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    victim = metrics.load(metric_name, **options)
-    log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget)
-    summary = summarize(list(log))
-    label = metric_name + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})" if options else "")
-    write_json(out / "summary.json", {"victim": label, "dataset": dataset, "n_samples": len(samples),
-                                      "attacks": summary, "victim_report": victim.report(),
-                                      "provenance": provenance(cfg)})
-    md = summary_markdown(summary, f"{label} on {dataset}")
-    (out / "summary.md").write_text(md, encoding="utf-8")
-    print(md)
-    print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'summary.md'}")
+    samples = samples[:limit] if limit is not None else samples
+    root = Path(args.out_dir)
+    for v in victims:
+        options = v.get("options") or {}
+        label = v.get("label") or v["name"] + (
+            f" ({', '.join(f'{k}={val}' for k, val in options.items())})" if options else "")
+        out = root if len(victims) == 1 else root / slug(label)
+        out.mkdir(parents=True, exist_ok=True)
+        victim = metrics.load(v["name"], **options)
+        log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget)
+        summary = summarize(list(log))
+        write_json(out / "summary.json", {"victim": label, "dataset": dataset, "n_samples": len(samples),
+                                          "selection": cfg.get("select", "all"), "attacks": summary,
+                                          "victim_report": victim.report(), "provenance": provenance(cfg)})
+        md = summary_markdown(summary, f"{label} on {dataset}")
+        (out / "summary.md").write_text(md, encoding="utf-8")
+        print(md)
+        print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'summary.md'}")
     return 0
 
 

@@ -121,13 +121,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         aspects = d.get("aspects") or sorted({a for r in res.values() if "skipped" not in r for a in r})
         sizes = [r[a]["n"] for r in res.values() if "skipped" not in r for a in aspects if a in r]
         lines += [f"## {d['name']} (n={max(sizes, default=0)})", ""]
-        lines.append("| metric | " + " | ".join(aspects) + " |")
-        lines.append("|---|" + "---|" * len(aspects))
+        lines.append("| metric | n | " + " | ".join(aspects) + " |")
+        lines.append("|---|---|" + "---|" * len(aspects))
         for label, r in res.items():
             if "skipped" in r:
-                lines.append(f"| {label} | " + " | ".join("n/a" for _ in aspects) + " |")
+                lines.append(f"| {label} | 0 | " + " | ".join("n/a" for _ in aspects) + " |")
                 continue
-            lines.append(f"| {label} | " + " | ".join(fmt_r(r.get(a)) for a in aspects) + " |")
+            n = max((r[a]["n"] for a in aspects if a in r), default=0)
+            lines.append(f"| {label} | {n} | " + " | ".join(fmt_r(r.get(a)) for a in aspects) + " |")
         if d.get("system"):
             lines += ["", f"System level (Spearman / Kendall over systems) on {d['name']}:", "",
                       "| metric | " + " | ".join(aspects) + " |", "|---|" + "---|" * len(aspects)]
