@@ -205,9 +205,13 @@ class _WordSearch(Attack):
 class _TextFooler(_WordSearch):
     source: ClassVar[str] = "Jin et al. 2020 (TextFooler); as a baseline in Chen et al. 2024 (AdvEval), Tables 2-4"
 
+    def __init__(self, max_candidates: int = 30, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_candidates = max_candidates
+
     def candidates(self) -> Any:
         if self._candidates is None:
-            self._candidates = WordNetCandidates()
+            self._candidates = WordNetCandidates(self.max_candidates)
         return self._candidates
 
 

@@ -1,0 +1,119 @@
+"""robusteval's TextFooler-style attack vs the same attack assembled from TextAttack.
+
+Same victim (BERTScore-F of the response against the dialogue context, MiniLM), same
+transformation (TextAttack's WordSwapWordNet, all candidates), same constraints (no stop
+words, no word twice, at most 30 % of the words), same search (greedy, word importance by
+deletion), same goal (score drop >= DELTA points) and the same budget of 300 queries per
+sample, on the best-rated response of the first 100 DailyDialog-Zhao contexts. Reports
+ASR, the victim texts really scored (counted in the victim for both), and the queries
+TextAttack's own counter reports (it counts cache hits as queries).
+
+    ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/attack_efficiency.py [N]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from robusteval import attacks, data, metrics
+from robusteval.attacks.victim import CachedVictim
+from robusteval.data.select import select
+from robusteval.paths import ensure_nltk_data_path
+
+DELTA = 10.0
+BUDGET = 300
+
+
+class CountingMetric:
+    """Wraps a metric and counts the texts it really scores."""
+
+    def __init__(self, metric):
+        self.metric = metric
+        self.texts = 0
+        self.name = metric.name
+
+    def score(self, samples):
+        self.texts += len(samples)
+        return self.metric.score(samples)
+
+
+def textattack_attack(victim: CountingMetric, sample):
+    from spacy.lang.en.stop_words import STOP_WORDS
+    from textattack import Attack
+    from textattack.constraints.overlap import MaxWordsPerturbed
+    from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
+    from textattack.goal_functions.text import TextToTextGoalFunction
+    from textattack.models.wrappers import ModelWrapper
+    from textattack.search_methods import GreedyWordSwapWIR
+    from textattack.transformations import WordSwapWordNet
+
+    class Wrapper(ModelWrapper):
+        def __init__(self) -> None:
+            self.model = victim
+
+        def __call__(self, texts):
+            return np.asarray(victim.score([sample.with_response(t) for t in texts]), dtype=float)
+
+    class ScoreDrop(TextToTextGoalFunction):
+        def init_attack_example(self, attacked_text, ground_truth_output):
+            self.initial = float(self.model([attacked_text.tokenizer_input])[0])
+            return super().init_attack_example(attacked_text, ground_truth_output)
+
+        def _is_goal_complete(self, model_output, _):
+            return self.initial - float(model_output) >= DELTA
+
+        def _get_score(self, model_output, _):
+            return self.initial - float(model_output)
+
+    goal = ScoreDrop(Wrapper(), query_budget=BUDGET)
+    constraints = [RepeatModification(), StopwordModification(stopwords=set(STOP_WORDS)),
+                   MaxWordsPerturbed(max_percent=0.3)]
+    return Attack(goal, constraints, WordSwapWordNet(), GreedyWordSwapWIR(wir_method="delete"))
+
+
+def main() -> int:
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        print("set ROBUSTEVAL_DATA to the data folder", file=sys.stderr)
+        return 2
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    ensure_nltk_data_path()
+    from textattack.attack_results import SuccessfulAttackResult
+
+    samples = select(data.load("dailydialog-zhao"), "best-per-context")[:n]
+    metric = metrics.load("bertscore", against="context")
+
+    ours_metric = CountingMetric(metric)
+    ours = attacks.load("textfooler-pos", delta=DELTA, max_candidates=10_000)
+    t = time.perf_counter()
+    ours_success = 0
+    for s in samples:
+        r = ours.run(s, CachedVictim(ours_metric), budget=BUDGET)
+        ours_success += bool(r.meta.get("goal_reached"))
+    ours_time = time.perf_counter() - t
+
+    ta_metric = CountingMetric(metric)
+    t = time.perf_counter()
+    ta_success, ta_queries = 0, 0
+    for s in samples:
+        result = textattack_attack(ta_metric, s).attack(s.response, 0)
+        ta_success += isinstance(result, SuccessfulAttackResult)
+        ta_queries += result.perturbed_result.num_queries
+    ta_time = time.perf_counter() - t
+
+    print(f"TextFooler-style R+ attack, goal: BERTScore drop >= {DELTA:g}, budget {BUDGET}, {n} samples\n")
+    print("| implementation | ASR (%) | victim texts scored | queries it reports | time (s) |")
+    print("|---|---|---|---|---|")
+    print(f"| robusteval textfooler-pos | {100 * ours_success / n:.1f} | {ours_metric.texts} | "
+          f"{ours_metric.texts} | {ours_time:.1f} |")
+    print(f"| TextAttack (same components) | {100 * ta_success / n:.1f} | {ta_metric.texts} | {ta_queries} | "
+          f"{ta_time:.1f} |")
+    print(f"\nreal-call ratio TextAttack / robusteval: {ta_metric.texts / max(ours_metric.texts, 1):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
