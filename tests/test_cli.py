@@ -109,3 +109,23 @@ def test_attack_command_with_resume(data_dir, tmp_path, capsys) -> None:
     assert len((out / "results.jsonl").read_text().splitlines()) == 10
     assert main([*args[:-4], "--attacks", "family:nope", "--out-dir", str(tmp_path / "x")]) == 2
     assert "no attack of family 'nope'" in capsys.readouterr().err
+
+
+def test_attack_config_with_gold_and_victim_list(data_dir, tmp_path) -> None:
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text("""
+dataset: dailydialog-zhao
+select: best-per-context
+limit: 3
+attacks: [generic-hello, previous-utterance]
+gold: {name: rouge1, options: {against: context}}
+victims:
+  - {name: rougeL, label: r-ctx, options: {against: context}}
+  - {name: bleu, label: b-ctx, options: {against: context}}
+""")
+    out = tmp_path / "att"
+    assert main(["attack", "--config", str(cfg), "--out-dir", str(out), "--data-dir", str(data_dir)]) == 0
+    for label in ("r-ctx", "b-ctx"):
+        summary = json.loads((out / label / "summary.json").read_text())
+        assert summary["n_samples"] == 3 and summary["selection"] == "best-per-context"
+        assert summary["attacks"]["previous-utterance"]["asr"]["gold"] is not None

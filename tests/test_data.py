@@ -133,3 +133,16 @@ def test_generic_jsonl_mapping_and_errors(tmp_path) -> None:
         data.load_file(p, columns={"response": "hyp"})
     with pytest.raises(DataFormatError, match="unsupported format"):
         data.load_file(tmp_path / "x.parquet")
+
+
+def test_best_per_context_selection() -> None:
+    from robusteval import Sample
+    from robusteval.data.select import select
+
+    rows = [Sample(id=str(i), task="dialogue", response=f"r{i}", context=(f"c{i % 2}",), human={"overall": h})
+            for i, h in enumerate([3, 4, 5, 1, 5])]
+    best = select(rows, "best-per-context")
+    assert [s.id for s in best] == ["2", "1"]  # c0: ids 0, 2, 4 -> 2 (first of the two 5s); c1: 1, 3 -> 1
+    assert select(rows, "all") == rows
+    with pytest.raises(ValueError, match="selection"):
+        select(rows, "worst")

@@ -1,7 +1,8 @@
 """``robusteval attack``: run attacks on a dataset against a victim metric, report ASR;
 ``robusteval attacks list``: the registered attacks.
 
-Attacks are given as names, ``family:<family>`` or ``all``. Results go to
+Attacks are given as names, ``family:<family>`` or ``all``. A config may add ``gold:``
+({name, options}: e.g. the LLM judge) to report AdvEval's gold criterion. Results go to
 ``<out-dir>/results.jsonl`` (one row per attack and sample, appended as each sample is
 finished; ``--resume`` continues a killed run), ``summary.json`` and ``summary.md``.
 """
@@ -92,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
                      cfg.get("select_aspect"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
     samples = samples[:limit] if limit is not None else samples
+    gold_cfg = cfg.get("gold")
+    gold = metrics.load(gold_cfg["name"], **(gold_cfg.get("options") or {})) if gold_cfg else None
     root = Path(args.out_dir)
     for v in victims:
         options = v.get("options") or {}
@@ -100,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         out = root if len(victims) == 1 else root / slug(label)
         out.mkdir(parents=True, exist_ok=True)
         victim = metrics.load(v["name"], **options)
-        log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget)
+        log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget,
+                          gold_metric=gold)
         summary = summarize(list(log))
         write_json(out / "summary.json", {"victim": label, "dataset": dataset, "n_samples": len(samples),
                                           "selection": cfg.get("select", "all"), "attacks": summary,
