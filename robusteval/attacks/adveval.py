@@ -66,10 +66,9 @@ class _AdvEval(Attack):
     @property
     def generator(self) -> Any:
         if self._generator is None:
-            from robusteval.llm import load_backend
+            from robusteval.llm import resolve_backend
 
-            spec = self._generator_spec
-            self._generator = spec if spec is not None and not isinstance(spec, str) else load_backend(spec)
+            self._generator = resolve_backend(self._generator_spec)
         return self._generator
 
     @property

@@ -24,7 +24,7 @@ import random
 from typing import Any, ClassVar
 
 from robusteval.attacks.base import Perturbation
-from robusteval.attacks.closed_ended import shift_numeric
+from robusteval.attacks.closed_ended import swap_mention
 from robusteval.attacks.registry import register_attack
 from robusteval.nlp import load_spacy, split_sentences
 from robusteval.paths import resource
@@ -257,19 +257,7 @@ class DifferentEntity(_Aspect):
     aspect: ClassVar[str] = "Non-contradiction"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        nlp = load_spacy()
-        ents = list(nlp(sample.response).ents)
-        if not ents:
-            return None
-        target = rng.choice(ents)
-        support = " ".join([*sample.context, sample.fact or "", sample.reference or ""])
-        mine = target.text.lower()
-        pool = sorted({e.text for e in nlp(support).ents if e.label_ == target.label_
-                       and e.text.lower() not in mine and mine not in e.text.lower()})
-        new = rng.choice(pool) if pool else shift_numeric(target.text, rng)
-        if not new or new == target.text:
-            return None
-        return sample.response[: target.start_char] + new + sample.response[target.end_char:]
+        return swap_mention(sample, None, rng, first=False, shift=True)
 
 
 @register_attack
@@ -320,10 +308,9 @@ class LLMPerturbation(_Aspect):
     @property
     def generator(self) -> Any:
         if self._generator is None:
-            from robusteval.llm import load_backend
+            from robusteval.llm import resolve_backend
 
-            spec = self._spec
-            self._generator = spec if spec is not None and not isinstance(spec, str) else load_backend(spec)
+            self._generator = resolve_backend(self._spec)
         return self._generator
 
     def prompt(self, sample: Sample) -> str:

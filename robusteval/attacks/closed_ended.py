@@ -13,7 +13,7 @@ from __future__ import annotations
 import calendar
 import random
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
@@ -51,6 +51,33 @@ def shift_numeric(text: str, rng: random.Random) -> str | None:
     return text[:m.start()] + new + text[m.end():]
 
 
+def swap_mention(sample: Sample, labels: frozenset[str] | None, rng: random.Random,
+                 first: bool = True, shift: bool = True) -> str | None:
+    """Replace one entity mention of the response (the first, or a seeded one) whose label is
+    in ``labels`` (any label if None) by a same-label mention from the context / fact /
+    reference that is not a variant of it; without one, shift a number/date if ``shift``."""
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    mentions = [e for e in nlp(sample.response).ents if labels is None or e.label_ in labels]
+    if not mentions:
+        return None
+    target = mentions[0] if first else rng.choice(mentions)
+    support = " ".join([*sample.context, sample.fact or "", sample.reference or ""])
+    mine = target.text.lower()
+    pool = sorted({e.text for e in nlp(support).ents if e.label_ == target.label_
+                   and e.text.lower() not in mine and mine not in e.text.lower()})
+    if pool:
+        new: str | None = rng.choice(pool)
+    elif shift:
+        new = shift_numeric(target.text, rng)
+    else:
+        new = None
+    if not new or new == target.text:
+        return None
+    return sample.response[: target.start_char] + new + sample.response[target.end_char:]
+
+
 class _FactSwap(Perturbation):
     family: ClassVar[str] = "closed-ended"
     source: ClassVar[str] = SOURCE
@@ -60,31 +87,10 @@ class _FactSwap(Perturbation):
                                          "non-contradiction")
     keeps: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality")
 
-    def _mentions(self, text: str) -> list[Any]:
-        from robusteval.nlp import load_spacy
-
-        return [e for e in load_spacy()(text).ents if e.label_ in LABELS[self.kind]]
-
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        targets = self._mentions(sample.response)
-        if not targets:
-            return None
-        target = targets[0]  # the first mention is taken as the key fact
-        support = " ".join([*sample.context, sample.fact or "", sample.reference or ""])
-        mine = target.text.lower()
-        pool = sorted({e.text for e in self._mentions(support) if e.label_ == target.label_
-                       and e.text.lower() not in mine and mine not in e.text.lower()})
-        if pool:
-            new = rng.choice(pool)
-        elif self.kind in ("number", "date"):
-            shifted = shift_numeric(target.text, rng)
-            if shifted is None or shifted == target.text:
-                return None
-            new = shifted
-        else:
-            return None
-        text = sample.response
-        return text[:target.start_char] + new + text[target.end_char:]
+        # the first mention is taken as the key fact; only numbers and dates can be shifted
+        return swap_mention(sample, LABELS[self.kind], rng, first=True,
+                            shift=self.kind in ("number", "date"))
 
 
 @register_attack

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from robusteval.llm.backends import LLMBackend, LocalCausalLM, OpenAICompatible, load_backend
+from robusteval.llm.backends import LLMBackend, LocalCausalLM, OpenAICompatible, load_backend, resolve_backend
 
-__all__ = ["LLMBackend", "LocalCausalLM", "OpenAICompatible", "load_backend"]
+__all__ = ["LLMBackend", "LocalCausalLM", "OpenAICompatible", "load_backend", "resolve_backend"]

@@ -224,3 +224,8 @@ def load_backend(spec: str | None = None, **options: Any) -> LLMBackend:
             raise ValueError("openai backend needs a model name: openai:<model>")
         return OpenAICompatible(model=rest, **options)
     raise MissingResourceError(f"unknown LLM backend {spec!r} (use local, local:<path>, openai:<model>)")
+
+
+def resolve_backend(spec: Any) -> LLMBackend:
+    """A backend object as given, or one loaded from a spec string (None -> local SmolLM2)."""
+    return spec if spec is not None and not isinstance(spec, str) else load_backend(spec)

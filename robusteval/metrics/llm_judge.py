@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError
-from robusteval.llm.backends import LLMBackend, load_backend
+from robusteval.llm.backends import LLMBackend, load_backend, resolve_backend
 from robusteval.metrics.base import Metric
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import resource
@@ -122,8 +122,9 @@ class LLMJudge(Metric):
         self.max_new_tokens = max_new_tokens
         self.aspect = aspect
         self.criterion = self._criterion(aspect, criteria_variant, criteria_file, data_dir)
-        self.backend = (backend if backend is not None and not isinstance(backend, str)
-                        else load_backend(backend, **(backend_options or {})))
+        if backend_options and backend is not None and not isinstance(backend, str):
+            raise ValueError("backend_options configure a backend spec string, not a backend object")
+        self.backend = load_backend(backend, **backend_options) if backend_options else resolve_backend(backend)
         self.raw_outputs: list[list[str]] = []
 
     @staticmethod
