@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from robusteval.errors import MissingResourceError
@@ -62,6 +64,20 @@ def package_dir(module: str, install_hint: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise MissingResourceError(f"{module} is not installed: {install_hint}")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+@contextlib.contextmanager
+def no_nltk_downloads() -> Iterator[None]:
+    """Turn ``nltk.download`` into a no-op: some libraries (TextAttack's WordNet swap) call it
+    on construction, which would reach for the network; robusteval's data come from setup."""
+    import nltk
+
+    original = nltk.download
+    nltk.download = lambda *args, **kwargs: True  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        nltk.download = original  # type: ignore[assignment]
 
 
 def minilm_dir() -> Path:

@@ -16,6 +16,7 @@ the number of texts the victim really scores (cache hits are free), 300 by defau
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -47,8 +48,9 @@ class ScoreGoal:
 
 @dataclass(frozen=True)
 class WordConstraints:
-    """Which words may change: not stop words, not too short, each at most once, and at
-    most ``max_ratio`` of the words in total."""
+    """Which words may change: not stop words, not shorter than ``min_length`` (so contraction
+    fragments such as the "m" of "i 'm" stay intact), each at most once, and at most
+    ceil(``max_ratio`` x words) in total."""
 
     max_ratio: float = 0.3
     min_length: int = 2
@@ -64,12 +66,13 @@ class WordNetCandidates:
     """Synonym candidates from textattack's ``WordSwapWordNet`` transformation."""
 
     def __init__(self, max_candidates: int = 30) -> None:
-        from robusteval.paths import ensure_nltk_data_path
+        from robusteval.paths import ensure_nltk_data_path, no_nltk_downloads
 
         ensure_nltk_data_path()
         from textattack.transformations import WordSwapWordNet
 
-        self.transformation = WordSwapWordNet()
+        with no_nltk_downloads():
+            self.transformation = WordSwapWordNet()
         self.max_candidates = max_candidates
         self.name = "textattack.WordSwapWordNet"
 
@@ -166,7 +169,7 @@ class _WordSearch(Attack):
         trace: list[dict[str, Any]] = []
         words = list(text.words)
         allowed = self.constraints.modifiable(words)
-        max_changes = max(1, int(self.constraints.max_ratio * len(words)))
+        max_changes = max(1, math.ceil(self.constraints.max_ratio * len(words)))
         # word importance by deletion (one query per modifiable word)
         deleted = [text.delete_word_at_index(i).text for i in allowed]
         importance = victim.score(sample, deleted) if deleted else []
