@@ -175,3 +175,15 @@ def test_local_smollm2_judge_runs_offline() -> None:
     gen = LLMJudge(template="adveval-dialogue", n=2, seed=1)
     a = gen.score([DLG])
     assert np.array_equal(a, LLMJudge(template="adveval-dialogue", n=2, seed=1).score([DLG]))
+
+
+def test_spec_string_backends_are_shared(monkeypatch) -> None:
+    from robusteval.llm import backends
+
+    made = []
+    monkeypatch.setattr(backends, "_SHARED", {})
+    monkeypatch.setattr(backends, "load_backend", lambda spec=None, **kw: made.append(spec) or ScriptedBackend())
+    a, b = backends.resolve_backend(None), backends.resolve_backend("local")
+    assert a is b and made == [None]
+    obj = ScriptedBackend()
+    assert backends.resolve_backend(obj) is obj

@@ -226,6 +226,16 @@ def load_backend(spec: str | None = None, **options: Any) -> LLMBackend:
     raise MissingResourceError(f"unknown LLM backend {spec!r} (use local, local:<path>, openai:<model>)")
 
 
+_SHARED: dict[str | None, LLMBackend] = {}
+
+
 def resolve_backend(spec: Any) -> LLMBackend:
-    """A backend object as given, or one loaded from a spec string (None -> local SmolLM2)."""
-    return spec if spec is not None and not isinstance(spec, str) else load_backend(spec)
+    """A backend object as given, or the process-wide backend for a spec string (None ->
+    local SmolLM2): the judge, the AdvEval generator and the LLM rewrites share one model
+    instead of loading a copy each."""
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    key = None if spec in (None, "", "local") else spec
+    if key not in _SHARED:
+        _SHARED[key] = load_backend(key)
+    return _SHARED[key]

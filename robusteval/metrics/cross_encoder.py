@@ -89,6 +89,7 @@ def encode_pairs(tokenizer: Any, contexts: Sequence[str], responses: Sequence[st
     for ctx, resp in zip(contexts, responses, strict=True):
         c = tokenizer(ctx, add_special_tokens=False)["input_ids"]
         r = tokenizer(resp, add_special_tokens=False)["input_ids"]
+        # an over-long response keeps its first half-window so some context still fits
         r = r[: max(1, cfg.max_length // 2)] if len(r) > cfg.max_length - 4 else r
         room = cfg.max_length - len(r) - 3
         c = (c[-room:] if room > 0 else []) if cfg.truncate_context_from == "left" else c[:max(room, 0)]
