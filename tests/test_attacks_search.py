@@ -89,3 +89,40 @@ def test_bert_attack_candidates_from_masked_lm(tiny_mlm) -> None:
                for c in cands)
     r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5).run(GOOD, CachedVictim(WordListMetric()))
     assert r.direction == "R+" and (not r.applicable or r.victim_after < r.victim_before)
+
+
+def test_textfooler_with_a_counter_fitted_embedding_file(tmp_path) -> None:
+    # a tiny embedding: "good" and "decent" are close, "great" and "grand" are close
+    vecs = {"good": [1.0, 0.1, 0.0], "decent": [0.95, 0.2, 0.0], "great": [0.0, 1.0, 0.1],
+            "grand": [0.1, 0.97, 0.1], "movie": [0.0, 0.0, 1.0], "film": [0.1, 0.0, 0.98],
+            "banana": [-1.0, 0.0, 0.0]}
+    path = tmp_path / "vectors.txt"
+    path.write_text("7 3\n" + "".join(f"{w} {' '.join(map(str, v))}\n" for w, v in vecs.items()))
+    from textattack.shared import AttackedText
+
+    from robusteval.attacks.search import EmbeddingCandidates
+
+    cands = EmbeddingCandidates(str(path), max_candidates=5)(AttackedText("a good movie"), 1)
+    assert [c.words[1] for c in cands] == ["decent"]  # banana is far: cosine < 0.5
+    r = attacks.load("textfooler-pos", embedding=str(path), delta=10).run(GOOD, CachedVictim(WordListMetric()))
+    assert r.applicable and r.victim_after < r.victim_before
+    assert r.meta["candidates"].startswith("embedding:")
+
+
+class ConstantGold(Metric):
+    name = "gold"
+
+    def _score(self, samples):
+        return np.full(len(samples), 80.0)
+
+
+def test_gold_gap_goal() -> None:
+    from robusteval.attacks.search import GapGoal
+
+    assert GapGoal(maximize=False, gap=40).reached(gold=80, victim=40)
+    assert not GapGoal(maximize=False, gap=40).reached(gold=80, victim=41)
+    r = attacks.load("textfooler-pos", gold=ConstantGold(), gap=40).run(GOOD, CachedVictim(WordListMetric()))
+    # victim starts at 50: the gap 80 - victim >= 40 needs the score at or below 40
+    assert r.meta["goal"] == "gold-gap" and r.gold_before == 80.0
+    assert r.meta["goal_reached"] == (r.gold_after - r.victim_after >= 40)
+    assert r.meta["goal_reached"] and r.meta["changes"] == 1  # one swap (50 -> 40) is enough

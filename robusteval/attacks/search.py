@@ -12,6 +12,11 @@ transformation + search, with goals on a real-valued score instead of a class la
 meaning is kept (synonyms only). ``-neg`` = R-: start from a bad response (another sample's
 response, seeded, as AdvEval's baselines do) and push the victim's score *up*. The budget is
 the number of texts the victim really scores (cache hits are free), 300 by default.
+
+Goals: a score drop / rise of at least ``delta``, a ``threshold`` crossing, or, with
+``gold=`` a gold evaluator (any Metric), AdvEval's gold-vs-victim gap of ``gap`` points.
+Candidates: WordNet, or ``embedding=`` a counter-fitted word-vector file (TextFooler's
+choice), or a masked LM (BERT-Attack).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from robusteval.attacks.base import Attack, AttackResult
 from robusteval.attacks.registry import register_attack
@@ -44,6 +51,18 @@ class ScoreGoal:
         if self.threshold is not None:
             return now >= self.threshold if self.maximize else now <= self.threshold
         return self.gain(before, now) >= self.delta
+
+
+@dataclass(frozen=True)
+class GapGoal:
+    """AdvEval's gold-vs-victim gap: reached when the victim sits at least ``gap`` points
+    below (R+) or above (R-) a gold evaluator's score of the same text."""
+
+    maximize: bool
+    gap: float = 40.0
+
+    def reached(self, gold: float, victim: float) -> bool:
+        return (victim - gold if self.maximize else gold - victim) >= self.gap
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,61 @@ class WordNetCandidates:
     def __call__(self, text: Any, index: int) -> list[Any]:
         out = self.transformation(text, indices_to_modify={index})
         return out[: self.max_candidates]
+
+
+def load_embedding(path: str, max_words: int | None = None) -> Any:
+    """A word-vector text file (``word v1 v2 ...`` per line, e.g. the counter-fitted
+    vectors of Mrkšić et al. 2016 that TextFooler uses) as a TextAttack ``WordEmbedding``
+    with its nearest-neighbour matrix precomputed (cosine; TextAttack would otherwise
+    download its own)."""
+    from textattack.shared import WordEmbedding
+
+    words, rows = [], []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.rstrip().split(" ")
+            if len(parts) < 3:
+                continue  # a word2vec header or an empty line
+            words.append(parts[0])
+            rows.append([float(x) for x in parts[1:]])
+            if max_words and len(words) >= max_words:
+                break
+    if not words:
+        raise ValueError(f"{path}: no word vectors found")
+    matrix = np.asarray(rows, dtype=np.float32)
+    unit = matrix / np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
+    sims = unit @ unit.T
+    nn = np.argsort(-sims, axis=1)[:, :101]  # self first, then the 100 nearest
+    return WordEmbedding(matrix, {w: i for i, w in enumerate(words)}, dict(enumerate(words)), nn)
+
+
+class EmbeddingCandidates:
+    """Nearest neighbours in a counter-fitted embedding (TextAttack's ``WordSwapEmbedding``),
+    kept only above TextFooler's cosine threshold (0.5)."""
+
+    def __init__(self, path: str, max_candidates: int = 50, min_cos_sim: float = 0.5) -> None:
+        from robusteval.paths import ensure_nltk_data_path
+
+        ensure_nltk_data_path()
+        from textattack.transformations import WordSwapEmbedding
+
+        self.embedding = load_embedding(path)
+        self.transformation = WordSwapEmbedding(max_candidates=max_candidates, embedding=self.embedding)
+        self.min_cos_sim = min_cos_sim
+        self.name = f"embedding:{path}"
+
+    def __call__(self, text: Any, index: int) -> list[Any]:
+        word = text.words[index].lower()
+        out = []
+        for cand in self.transformation(text, indices_to_modify={index}):
+            new = cand.words[index].lower()
+            try:
+                sim = self.embedding.get_cos_sim(word, new)
+            except KeyError:
+                continue
+            if sim >= self.min_cos_sim:
+                out.append(cand)
+        return out
 
 
 class MaskedLMCandidates:
@@ -122,9 +196,13 @@ class _WordSearch(Attack):
     needs_pool: ClassVar[bool] = False
 
     def __init__(self, budget: int = 300, delta: float = 20.0, threshold: float | None = None,
-                 max_ratio: float = 0.3, seed: int = 0, trace: bool = False) -> None:
+                 max_ratio: float = 0.3, seed: int = 0, trace: bool = False, gold: Any = None,
+                 gap: float = 40.0) -> None:
         super().__init__(seed=seed)
         self.goal = ScoreGoal(maximize=self.direction == "R-", delta=delta, threshold=threshold)
+        # with a gold evaluator (a Metric), the goal is the gold-vs-victim gap instead
+        self.gap_goal = GapGoal(maximize=self.direction == "R-", gap=gap) if gold is not None else None
+        self.gold = gold
         self.constraints = WordConstraints(max_ratio=max_ratio)
         self.default_budget = budget
         self.keep_trace = trace
@@ -166,6 +244,17 @@ class _WordSearch(Attack):
         text = AttackedText(start)
         before = victim.score_one(sample, text.text)
         best, best_score = text, before
+
+        def gold_of(t: str) -> float:
+            return float(self.gold.score([sample.with_response(t)])[0])
+
+        gold_before = gold_now = gold_of(start) if self.gold is not None else None
+
+        def reached() -> bool:
+            if self.gap_goal is not None and gold_now is not None:
+                return self.gap_goal.reached(gold_now, best_score)
+            return self.goal.reached(before, best_score)
+
         trace: list[dict[str, Any]] = []
         words = list(text.words)
         allowed = self.constraints.modifiable(words)
@@ -176,7 +265,7 @@ class _WordSearch(Attack):
         order = sorted(range(len(allowed)), key=lambda j: -self.goal.gain(before, float(importance[j])))
         changes = 0
         for j in order:
-            if victim.model_calls - calls0 >= budget or self.goal.reached(before, best_score) or changes >= max_changes:
+            if victim.model_calls - calls0 >= budget or reached() or changes >= max_changes:
                 break
             idx = allowed[j]
             cands = self.candidates()(best, idx)
@@ -191,13 +280,18 @@ class _WordSearch(Attack):
             if self.goal.gain(best_score, float(scores[k])) > 0:
                 best, best_score = cands[k], float(scores[k])
                 changes += 1
+                if self.gold is not None:
+                    gold_now = gold_of(best.text)
                 if self.keep_trace:
                     trace.append({"index": idx, "text": best.text, "score": best_score})
         result.adversarial = best.text if best.text != start else None
         result.applicable = result.adversarial is not None
         result.note = "" if result.applicable else "no substitution moved the score"
         result.victim_before, result.victim_after = before, best_score if result.applicable else None
-        result.meta.update({"goal_reached": self.goal.reached(before, best_score), "changes": changes,
+        if self.gold is not None:
+            result.gold_before, result.gold_after = gold_before, gold_now if result.applicable else None
+        result.meta.update({"goal_reached": reached(), "changes": changes,
+                            "goal": "gold-gap" if self.gap_goal is not None else "score-delta",
                             "candidates": self.candidates().name,
                             "start": "original" if self.direction == "R+" else "other-response"})
         result.trace = trace if self.keep_trace else None
@@ -208,13 +302,16 @@ class _WordSearch(Attack):
 class _TextFooler(_WordSearch):
     source: ClassVar[str] = "Jin et al. 2020 (TextFooler); as a baseline in Chen et al. 2024 (AdvEval), Tables 2-4"
 
-    def __init__(self, max_candidates: int = 30, **kwargs: Any) -> None:
+    def __init__(self, max_candidates: int = 30, embedding: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_candidates = max_candidates
+        self.embedding = embedding
 
     def candidates(self) -> Any:
+        """WordNet synonyms, or neighbours in a counter-fitted embedding file (``embedding=``)."""
         if self._candidates is None:
-            self._candidates = WordNetCandidates(self.max_candidates)
+            self._candidates = (EmbeddingCandidates(self.embedding, self.max_candidates) if self.embedding
+                                else WordNetCandidates(self.max_candidates))
         return self._candidates
 
 
