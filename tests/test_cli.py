@@ -81,7 +81,7 @@ def test_metaeval_on_real_data(data_dir, tmp_path, capsys) -> None:
     assert report["provenance"]["packages"]["torch"].startswith("2.13.0")
 
 
-@pytest.mark.parametrize("cmd", ["score", "metaeval", "data", "metrics", "setup"])
+@pytest.mark.parametrize("cmd", ["score", "metaeval", "data", "metrics", "setup", "attack", "attacks", "salient"])
 def test_every_command_has_help(cmd, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main([cmd, "--help"])
