@@ -187,8 +187,22 @@ class SalientPredictor:
             probs = torch.sigmoid(self.head(hidden).squeeze(-1))[0]
         return [(words[k], float(probs[pos])) for k, pos in enumerate(firsts)]
 
-    def bag(self, source: str) -> set[str]:
-        return {norm(w) for w, p in self.probabilities(source) if p >= self.cfg.threshold and norm(w)}
+    def bag(self, source: str, top_k: int | None = None) -> set[str]:
+        """The ``top_k`` most probable source words, or those above the saved threshold.
+
+        Salient words are the minority class, so a 0.5 threshold keeps very few of them; a
+        fixed-size bag (about a reference's content words) is the practical default."""
+        probs = self.probabilities(source)
+        if top_k is not None:
+            ranked = sorted(probs, key=lambda wp: -wp[1])
+            out: set[str] = set()
+            for w, _ in ranked:
+                if norm(w):
+                    out.add(norm(w))
+                if len(out) >= top_k:
+                    break
+            return out
+        return {norm(w) for w, p in probs if p >= self.cfg.threshold and norm(w)}
 
 
 def summeval_pairs(samples: Sequence[Sample]) -> list[tuple[str, tuple[str, ...]]]:

@@ -10,7 +10,8 @@ Attacks on Summarization Scoring", BlackboxNLP; §4-§5, Tables 1-2).
   samples.
 * ``broken-sentence``: a ROUGE attacker — from a bag of salient words, take the C = 3 longest
   runs of consecutive source tokens that are all in the bag (Algorithm 1) and concatenate
-  them. ``oracle`` mode takes the bag from the reference itself (an upper bound).
+  them. ``oracle`` mode takes the bag from the reference itself (an upper bound);
+  ``predicted`` takes the ``bag_size`` (30) words the salient-word tagger ranks highest.
 * ``trigger-broken``: the fitted GA trigger followed by the broken string.
 
 All are ``R-``: none of these strings is a good summary.
@@ -173,8 +174,9 @@ class BrokenSentence(_Universal):
     name: ClassVar[str] = "broken-sentence"
 
     def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
-                 seed: int = 0) -> None:
+                 bag_size: int | None = 30, seed: int = 0) -> None:
         super().__init__(seed=seed)
+        self.bag_size = bag_size
         if bag not in ("oracle", "predicted"):
             raise ValueError("bag must be 'oracle' or 'predicted'")
         if bag == "predicted" and not classifier:
@@ -190,7 +192,7 @@ class BrokenSentence(_Universal):
                 from robusteval.attacks.salient import SalientPredictor
 
                 self._predictor = SalientPredictor(str(self._classifier_path))
-            return self._predictor.bag(sample.source_text())
+            return self._predictor.bag(sample.source_text(), top_k=self.bag_size)
         from spacy.lang.en.stop_words import STOP_WORDS
 
         words = {_norm(w) for r in sample.all_references() for w in r.split()}
@@ -208,8 +210,8 @@ class TriggerBroken(BrokenSentence):
     needs_fit: ClassVar[bool] = True
 
     def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
-                 trigger: str | None = None, seed: int = 0, **ga: Any) -> None:
-        super().__init__(runs=runs, bag=bag, classifier=classifier, seed=seed)
+                 bag_size: int | None = 30, trigger: str | None = None, seed: int = 0, **ga: Any) -> None:
+        super().__init__(runs=runs, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed)
         self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
 
     def fit(self, samples: Sequence[Sample], victim: Any) -> str:
