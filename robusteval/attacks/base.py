@@ -61,6 +61,11 @@ class Attack(ABC):
     tasks: ClassVar[tuple[str, ...]] = ("dialogue", "summarization", "question_generation",
                                         "data_to_text", "fact")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.direction not in DIRECTIONS:
+            raise TypeError(f"{cls.__name__}.direction must be one of {DIRECTIONS}, not {cls.direction!r}")
+
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 

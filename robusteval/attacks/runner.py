@@ -65,7 +65,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     fitted = fit_attacks(attacks, fit_on, victim, Path(out_path).with_name("fitted.json"))
     fitting_ids = {sid for state in fitted.values() for sid in state.get("fitted_on", [])}
     for attack in attacks:
-        if getattr(attack, "needs_pool", False) or hasattr(attack, "prepare"):
+        if hasattr(attack, "prepare"):
             attack.prepare(samples)  # type: ignore[attr-defined]
     total = len(samples) * len(attacks)
     done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)

@@ -193,7 +193,6 @@ class MaskedLMCandidates:
 class _WordSearch(Attack):
     family: ClassVar[str] = "word-search"
     needs_victim: ClassVar[bool] = True
-    needs_pool: ClassVar[bool] = False
 
     def __init__(self, budget: int = 300, delta: float = 20.0, threshold: float | None = None,
                  max_ratio: float = 0.3, seed: int = 0, trace: bool = False, gold: Any = None,
