@@ -51,14 +51,16 @@ def test_budget_counts_real_queries_only() -> None:
 
 
 def test_textfooler_neg_starts_from_another_response_and_raises_score() -> None:
-    pool = [GOOD, GOOD.with_response("the film is good"), Sample(id="b", task="dialogue",
-            response="the weather is nice today and the food is tasty", context=("hi",))]
+    bad = Sample(id="b", task="dialogue", response="the weather is nice today and the food is tasty",
+                 context=("hi",))
+    pool = [bad, GOOD.with_response("the film is good")]  # the only other response to start from
     a = attacks.load("textfooler-neg", delta=10, seed=1)
     a.prepare(pool)
-    r = a.run(pool[2], CachedVictim(WordListMetric()))
-    assert r.original != pool[2].response and r.direction == "R-"
-    if r.applicable:
-        assert r.victim_after > r.victim_before
+    r = a.run(bad, CachedVictim(WordListMetric()))
+    assert r.original == "the film is good" and r.direction == "R-"
+    # "film" -> its WordNet synonym "movie", a liked word: 10 -> 20
+    assert r.applicable and r.victim_before == 10.0 and r.victim_after == 20.0
+    assert r.adversarial == "the movie is good"
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,8 @@ def test_bert_attack_candidates_from_masked_lm(tiny_mlm) -> None:
     assert all(c.words[0] == "the" and c.words[1] != "movie" and c.words[2:] == GOOD.response.split()[2:]
                for c in cands)
     r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5).run(GOOD, CachedVictim(WordListMetric()))
-    assert r.direction == "R+" and (not r.applicable or r.victim_after < r.victim_before)
+    # any replacement of a liked word by another vocabulary word lowers the score
+    assert r.direction == "R+" and r.applicable and r.victim_after < r.victim_before
 
 
 def test_textfooler_with_a_counter_fitted_embedding_file(tmp_path) -> None:
@@ -126,3 +129,18 @@ def test_gold_gap_goal() -> None:
     assert r.meta["goal"] == "gold-gap" and r.gold_before == 80.0
     assert r.meta["goal_reached"] == (r.gold_after - r.victim_after >= 40)
     assert r.meta["goal_reached"] and r.meta["changes"] == 1  # one swap (50 -> 40) is enough
+
+
+def test_chunked_neighbours_match_a_full_sort(tmp_path) -> None:
+    from robusteval.attacks.search import load_embedding
+
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(2500, 8)).astype(np.float32)  # > 2 chunks of 1,024 rows
+    path = tmp_path / "v.txt"
+    path.write_text("".join(f"w{i} {' '.join(f'{x:.6f}' for x in v)}\n" for i, v in enumerate(vecs)))
+    emb = load_embedding(str(path))
+    unit = np.loadtxt(path, usecols=range(1, 9), dtype=np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    for row in (0, 1500, 2499):
+        full = np.argsort(-(unit @ unit[row]))[:11]
+        assert [emb.index2word(i) for i in emb.nearest_neighbours(row, 10)] == [f"w{i}" for i in full[1:]]

@@ -75,9 +75,10 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         pending = [a for a in attacks if result_key(a.name, sample.id) not in log]
         if not pending:
             continue
-        before = victim.score_one(sample, sample.response)
-        reference_text = sample.reference or sample.response
-        reference_score = victim.score_one(sample, reference_text)
+        # the original and the reference in one victim call (the same text when there is no
+        # separate reference, which the cache then scores once)
+        before, reference_score = (float(v) for v in victim.score(
+            sample, [sample.response, sample.reference or sample.response]))
         gold_before = gold.score_one(sample, sample.response) if gold else None
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below

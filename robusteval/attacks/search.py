@@ -121,8 +121,13 @@ def load_embedding(path: str, max_words: int | None = None) -> Any:
         raise ValueError(f"{path}: no word vectors found")
     matrix = np.asarray(rows, dtype=np.float32)
     unit = matrix / np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
-    sims = unit @ unit.T
-    nn = np.argsort(-sims, axis=1)[:, :101]  # self first, then the 100 nearest
+    k = min(101, len(words))  # self first, then the 100 nearest
+    nn = np.zeros((len(words), k), dtype=np.int64)
+    for start in range(0, len(words), 1024):  # row chunks: never the full N x N matrix in memory
+        sims = unit[start:start + 1024] @ unit.T
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1)
+        nn[start:start + len(sims)] = np.take_along_axis(top, order, axis=1)
     return WordEmbedding(matrix, {w: i for i, w in enumerate(words)}, dict(enumerate(words)), nn)
 
 

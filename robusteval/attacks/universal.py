@@ -94,10 +94,19 @@ class GATrigger(_Universal):
         fitting = [pool[0]]
         candidates = pool[: max(self.fit_size, 1)]
 
+        def mean_scores(triggers: Sequence[str], group: Sequence[Sample]) -> np.ndarray:
+            """Mean victim score of each trigger over ``group``: one batched victim call per
+            sample for the whole population (an empty trigger gets -1)."""
+            real = [t for t in dict.fromkeys(triggers) if t]
+            totals = np.zeros(len(real))
+            for s in group:
+                if real:
+                    totals += victim.score(s, real)
+            means = dict(zip(real, totals / max(len(group), 1), strict=True))
+            return np.array([means.get(t, -1.0) for t in triggers])
+
         def mean_score(trigger: str, group: Sequence[Sample]) -> float:
-            if not trigger:
-                return -1.0
-            return float(np.mean([victim.score_one(s, trigger) for s in group]))
+            return float(mean_scores([trigger], group)[0])
 
         best = "."
         for rnd in range(self.rounds):
@@ -109,7 +118,8 @@ class GATrigger(_Universal):
                     self.group = group
 
                 def _evaluate(self, x: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-                    out["F"] = np.array([[-mean_score(decode(row.astype(int)), self.group)] for row in x])
+                    triggers = [decode(row.astype(int)) for row in x]
+                    out["F"] = -mean_scores(triggers, self.group).reshape(-1, 1)
 
             algorithm = GA(pop_size=self.pop_size, sampling=IntegerRandomSampling(),
                            crossover=SBX(prob=0.9, eta=3.0, vtype=float, repair=RoundingRepair()),
@@ -120,7 +130,7 @@ class GATrigger(_Universal):
             found = decode(np.atleast_2d(res.X)[0].astype(int))
             if mean_score(found, group) >= mean_score(best, group):
                 best = found
-            scores = {s.id: victim.score_one(s, best) for s in candidates}
+            scores = {s.id: victim.score_one(s, best) for s in candidates}  # cached after round 0
             self.history.append({"round": rnd, "trigger": best, "fitting": [s.id for s in group],
                                  "fit_mean": mean_score(best, group)})
             farthest = min((s for s in candidates if s not in fitting), key=lambda s: scores[s.id],
