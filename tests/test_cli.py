@@ -79,6 +79,11 @@ def test_metaeval_on_real_data(data_dir, tmp_path, capsys) -> None:
     md = (out / "metaeval.md").read_text()
     assert "| rougeL |" in md and "usr-topicalchat" in md
     assert report["provenance"]["packages"]["torch"].startswith("2.13.0")
+    again = ["metaeval", "--metric", "rougeL", "--dataset", "usr-topicalchat", "--n-boot", "50",
+             "--out-dir", str(out), "--data-dir", str(data_dir)]
+    assert main(again) == 2  # an existing score log is reused only on request
+    assert "--resume" in capsys.readouterr().err
+    assert main([*again, "--resume"]) == 0
 
 
 @pytest.mark.parametrize("cmd", ["score", "metaeval", "data", "metrics", "setup", "attack", "attacks", "salient"])

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             samples = loaded[dc["name"]][: mc.get("limit")]  # a metric may cap its share (slow LLMs)
             log = out / "scores" / f"{slug(mc['label'])}__{dc['name']}.jsonl"
             try:
-                scores = score_with_log(metric, samples, log, resume=args.resume or log.exists(),
+                scores = score_with_log(metric, samples, log, resume=args.resume,
                                         desc=f"{mc['label']} on {dc['name']}")
             except InputError as exc:
                 results[dc["name"]][mc["label"]] = {"skipped": str(exc)}
