@@ -90,3 +90,20 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=300)
     BertModel(cfg).save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer GPT-2 causal LM with a word-level tokenizer (perplexity tests)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("tiny_lm")
+    tok, fast, _ = _word_tokenizer(folder, ["<|endoftext|>", "<unk>"], [])
+    hf = fast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<unk>")
+    hf.save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=hf.vocab_size, n_embd=32, n_layer=2, n_head=2, n_positions=600,
+                     pad_token_id=hf.eos_token_id)
+    GPT2LMHeadModel(cfg).save_pretrained(folder)
+    return folder

@@ -22,7 +22,7 @@ EXACT = {
     "no-punctuation": "i would love to but i am busy tonight",
     "no-stopwords": "love , busy tonight .",
     "only-nouns": "tonight",
-    "only-nouns-verbs": "love tonight",
+    "only-nouns-verbs": "i love i tonight",
     "reversed-words": ". tonight busy am i but , to love would i",
     "previous-utterance": "do you want to go out tonight ?",
     "previous-utterance-prefix": "do you want to go out tonight ? i would love to , but i am busy tonight .",
@@ -51,11 +51,13 @@ def test_jumbled_words_is_a_seeded_permutation() -> None:
     assert len(outs) > 1
 
 
-def test_repeat_words_duplicates_with_probability_p() -> None:
-    long = S.with_response(" ".join(f"w{i}" for i in range(2000)))
+def test_repeat_words_duplicates_ceil_p_n_distinct_positions() -> None:
+    long = S.with_response(" ".join(f"w{i}" for i in range(23)))
     out = attacks.load("repeat-words", seed=3).run(long).adversarial.split()
     assert [w for i, w in enumerate(out) if i == 0 or w != out[i - 1]] == long.response.split()
-    assert 0.17 < (len(out) - 2000) / 2000 < 0.23
+    assert len(out) - 23 == 5  # ceil(0.2 * 23)
+    assert len({w for i, w in enumerate(out) if i and w == out[i - 1]}) == 5
+    assert out == attacks.load("repeat-words", seed=3).run(long).adversarial.split()
     assert attacks.load("repeat-words", p=0.0).run(S).applicable is False
 
 

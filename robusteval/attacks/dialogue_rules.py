@@ -1,13 +1,18 @@
-"""Rule attacks on dialogue responses from Vasselli & Watanabe 2023, "Adversarial Evaluation
-of Dialogue System Metrics" (Table 2): speaker-tag prefixes, generic responses, ungrammatical
-rewrites and context copies. All are ``R-``: a sound metric should score the result below the
-human response; the paper counts an attack successful when the metric scores the
-adversarial response at least as high as the original (robusteval's beats-reference criterion).
+"""Rule attacks on dialogue responses from Vasselli & Watanabe, "Adversarial Evaluation of
+Dialogue System Metrics" (Table 2), published as Vasselli, Nohejl & Watanabe, "Measuring the
+Robustness of Reference-Free Dialogue Evaluation Systems" (COLING 2025): speaker-tag prefixes,
+generic responses, ungrammatical rewrites and context copies. Where the paper's prose leaves a
+detail open, the authors' released benchmark generator settles it: "repeat words" duplicates
+``ceil(0.2 * n)`` distinct word positions, and "only nouns and verbs" also keeps pronouns.
+All are ``R-``: a sound metric should score the result below the human response; the paper
+counts an attack successful when the metric scores the adversarial response at least as high
+as the original (robusteval's beats-reference criterion).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import unicodedata
 from typing import Any, ClassVar
@@ -17,7 +22,8 @@ from robusteval.attacks.registry import register_attack
 from robusteval.paths import resource
 from robusteval.types import Sample
 
-SOURCE = "Vasselli & Watanabe 2023, Adversarial Evaluation of Dialogue System Metrics, Table 2"
+SOURCE = ("Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2 "
+          "(Vasselli, Nohejl & Watanabe, COLING 2025)")
 RULES = json.loads(resource("attacks/dialogue_rules.json").read_text(encoding="utf-8"))
 
 
@@ -108,10 +114,11 @@ class _POSFilter(_DialogueRule):
 
 @register_attack
 class OnlyNounsVerbs(_POSFilter):
-    """Keep only nouns, proper nouns and verbs (spaCy POS)."""
+    """Keep only nouns, proper nouns, pronouns and verbs (spaCy POS), as the authors' generator
+    does (Penn NN*, PRP, WP, VB*)."""
 
     name: ClassVar[str] = "only-nouns-verbs"
-    keep_pos: ClassVar[frozenset[str]] = frozenset({"NOUN", "PROPN", "VERB"})
+    keep_pos: ClassVar[frozenset[str]] = frozenset({"NOUN", "PROPN", "PRON", "VERB"})
 
 
 @register_attack
@@ -154,21 +161,23 @@ class ReversedWords(_DialogueRule):
 
 @register_attack
 class RepeatWords(_DialogueRule):
-    """Repeat each word with probability ``p`` (0.2 in the paper)."""
+    """Duplicate ``ceil(p * n)`` distinct, randomly chosen words in place (p = 0.2 in the paper)."""
 
     name: ClassVar[str] = "repeat-words"
     targets: ClassVar[tuple[str, ...]] = ("fluency", "naturalness")
 
     def __init__(self, p: float = 0.2, seed: int = 0) -> None:
         super().__init__(seed=seed)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"repeat-words: p must be in [0, 1], got {p}")
         self.p = p
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        out = []
-        for w in words(sample.response):
-            out.append(w)
-            if rng.random() < self.p:
-                out.append(w)
+        w = words(sample.response)
+        chosen = set(rng.sample(range(len(w)), math.ceil(len(w) * self.p))) if w else set()
+        out: list[str] = []
+        for i, word in enumerate(w):
+            out.extend([word, word] if i in chosen else [word])
         return " ".join(out)
 
 

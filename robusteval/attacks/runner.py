@@ -108,6 +108,11 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
             r.gold_before = gold_before if r.gold_before is None else r.gold_before
             r.success = criteria.judge(r, reference_score, aspect_of_victim)
             r.meta.setdefault("reference_score", reference_score)
+            guard_details = getattr(victim_metric, "details", None)
+            if callable(guard_details):  # a guarded victim: its flags for both texts land in the row
+                r.meta["guard"] = {"original": guard_details(sample),
+                                   "adversarial": guard_details(sample.with_response(r.adversarial))
+                                   if r.adversarial is not None else None}
             if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:
                 r.meta["fitting_sample"] = True
             rows.append({"key": result_key(attack.name, sample.id), **r.to_dict()})

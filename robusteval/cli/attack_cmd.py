@@ -2,7 +2,10 @@
 ``robusteval attacks list``: the registered attacks.
 
 Attacks are given as names, ``family:<family>`` or ``all``. A config may add ``gold:``
-({name, options}: e.g. the LLM judge) to report AdvEval's gold criterion. Results go to
+({name, options}: e.g. the LLM judge) to report AdvEval's gold criterion, and
+``attack_options:`` (attack name -> constructor options, e.g. ``adveval-pos: {max_iters: 2}``).
+A victim with a ``guard:`` block ({detectors, policy, penalty, thresholds}) is attacked behind
+``robusteval.detectors.guard``; its rows carry the guard's flags for both texts. Results go to
 ``<out-dir>/results.jsonl`` (one row per attack and sample, appended as each sample is
 finished; ``--resume`` continues a killed run), ``summary.json`` and ``summary.md``.
 """
@@ -14,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.cli.common import add_data_dir, load_config, parse_options, provenance, slug
+from robusteval.cli.common import add_data_dir, load_config, load_metric, parse_options, provenance, slug
 from robusteval.errors import RobustevalError
 from robusteval.results import write_json
 
@@ -40,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ll.set_defaults(func=run_list)
 
 
-def select_attacks(spec: str | list[str], seed: int) -> list[Any]:
+def select_attacks(spec: str | list[str], seed: int, options: dict[str, dict[str, Any]] | None = None) -> list[Any]:
+    """Attacks named by ``spec``; ``options`` maps an attack name to its constructor options."""
     from robusteval import attacks
 
     items = spec.split(",") if isinstance(spec, str) else list(spec)
@@ -57,7 +61,10 @@ def select_attacks(spec: str | list[str], seed: int) -> list[Any]:
         else:
             attacks.ATTACKS.get(item)
             chosen.append(item)
-    return [attacks.load(n, seed=seed) for n in dict.fromkeys(chosen)]
+    options = options or {}
+    for name in options:
+        attacks.ATTACKS.get(name)  # a typo in attack_options is an error, not a silent no-op
+    return [attacks.load(n, **{"seed": seed, **(options.get(n) or {})}) for n in dict.fromkeys(chosen)]
 
 
 def _victims(args: argparse.Namespace, cfg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         metrics.info(v["name"])
     seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
     budget = args.budget if args.budget is not None else int(cfg.get("budget", 300))
-    chosen = select_attacks(spec, seed)
+    chosen = select_attacks(spec, seed, cfg.get("attack_options"))
     samples = select(data.load(dataset, args.data_dir or cfg.get("data_dir")), cfg.get("select", "all"),
                      cfg.get("select_aspect"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
@@ -102,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             f" ({', '.join(f'{k}={val}' for k, val in options.items())})" if options else "")
         out = root if len(victims) == 1 else root / slug(label)
         out.mkdir(parents=True, exist_ok=True)
-        victim = metrics.load(v["name"], **options)
+        victim = load_metric(v["name"], options, v.get("guard"))
         log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget,
                           gold_metric=gold)
         summary = summarize(list(log))

@@ -73,6 +73,32 @@ def provenance(config: dict[str, Any] | None = None) -> dict[str, Any]:
             "git_commit": git_commit(), "packages": pkgs, "config": config or {}}
 
 
+def load_metric(name: str, options: dict[str, Any] | None = None, guard: dict[str, Any] | None = None) -> Any:
+    """``metrics.load(name, **options)``, wrapped by ``detectors.guard`` when a ``guard:``
+    block ({detectors, policy, penalty, thresholds}) is given."""
+    from robusteval import metrics
+
+    metric = metrics.load(name, **(options or {}))
+    if not guard:
+        return metric
+    from robusteval import detectors
+
+    unknown = set(guard) - {"detectors", "policy", "penalty", "thresholds"}
+    if unknown:
+        raise RobustevalError(f"unknown guard option(s) {sorted(unknown)}; use detectors, policy, penalty, thresholds")
+    if not guard.get("detectors"):
+        raise RobustevalError("a guard block needs detectors: [...]")
+    return detectors.guard(metric, guard["detectors"], policy=guard.get("policy", "floor"),
+                           penalty=float(guard.get("penalty", 0.5)), thresholds=guard.get("thresholds"))
+
+
+def guard_row(metric: Any, sample: Sample) -> dict[str, Any]:
+    """``{"guard": details}`` for a guarded metric's last scoring of ``sample``, else ``{}``."""
+    details = getattr(metric, "details", None)
+    found = details(sample) if callable(details) else None
+    return {"guard": found} if found is not None else {}
+
+
 def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resume: bool,
                    chunk: int = 32, desc: str = "scoring") -> np.ndarray:
     """Score ``samples`` in chunks, appending ``{id, score}`` rows to ``log_path`` as they
@@ -89,7 +115,8 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
             scores = metric.score(part)
-            log.append({"id": s.id, "score": float(v)} for s, v in zip(part, scores, strict=True))
+            log.append({"id": s.id, "score": float(v), **guard_row(metric, s)}
+                       for s, v in zip(part, scores, strict=True))
             bar.update(len(part))
     return np.array([log.rows[i]["score"] for i in ids], dtype=float)
 

@@ -10,14 +10,23 @@ from robusteval.errors import RobustevalError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from robusteval.cli import attack_cmd, data_cmd, metaeval_cmd, metrics_cmd, salient_cmd, score_cmd, setup_cmd
+    from robusteval.cli import (
+        attack_cmd,
+        data_cmd,
+        guard_cmd,
+        metaeval_cmd,
+        metrics_cmd,
+        salient_cmd,
+        score_cmd,
+        setup_cmd,
+    )
 
     parser = argparse.ArgumentParser(
         prog="robusteval",
         description="Attack, guard and harden automatic NLG evaluators.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd):
+    for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd, guard_cmd):
         module.register(sub)
     return parser
 

@@ -1,7 +1,10 @@
 """``robusteval score``: score a dataset or a JSONL/CSV file with one metric.
 
 Writes ``scores.jsonl`` (one ``{id, score}`` row per sample, appended as chunks finish;
-``--resume`` continues a killed run) and ``summary.json`` (mean, fallbacks, provenance).
+``--resume`` continues a killed run) and ``summary.json`` (mean, fallbacks, provenance). A
+config's ``guard:`` block ({detectors, policy, penalty, thresholds}) wraps the metric with
+``robusteval.detectors.guard``; each row then also carries the raw score, the guarded score
+and every detector's suspicion and flag.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from robusteval.cli.common import (
     add_data_dir,
     load_config,
+    load_metric,
     parse_options,
     provenance,
     score_with_log,
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                                  task=args.task or cfg.get("task", "dialogue"))[:limit]
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    metric = metrics.load(metric_name, **options)
+    metric = load_metric(metric_name, options, cfg.get("guard"))
     scores = score_with_log(metric, samples, out / "scores.jsonl", args.resume, desc=metric_name)
     write_json(out / "summary.json", {
         "metric": metric_name, "options": options, "dataset": dataset or source, "n": len(samples),

@@ -129,6 +129,28 @@ class LocalCausalLM:
             out[idx] = (probs / probs.sum(-1, keepdim=True)).cpu().numpy()
         return out
 
+    def text_nll(self, texts: Sequence[str], max_tokens: int = 512) -> np.ndarray:
+        """Mean negative log-likelihood per token of each raw text (no chat template), each
+        scored after a start token (BOS, else EOS) and cut to ``max_tokens`` tokens."""
+        torch = self._torch
+        start = self.tokenizer.bos_token_id
+        start = self.tokenizer.eos_token_id if start is None else start
+        out = np.zeros(len(texts))
+        for idx in self._batches(texts):
+            seqs = [[start, *self.tokenizer.encode(texts[i], add_special_tokens=False)[:max_tokens]] for i in idx]
+            width = max(len(q) for q in seqs)
+            pad = self.tokenizer.pad_token_id
+            ids = torch.tensor([q + [pad] * (width - len(q)) for q in seqs], device=self.device)
+            mask = torch.tensor([[1] * len(q) + [0] * (width - len(q)) for q in seqs], device=self.device)
+            with torch.no_grad():
+                logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1, :].float()
+            self.calls += 1
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+            m = mask[:, 1:].float()
+            nll = -(logp * m).sum(-1) / m.sum(-1).clamp(min=1.0)
+            out[idx] = nll.cpu().numpy()
+        return out
+
 
 class OpenAICompatible:
     """A ``/chat/completions`` HTTP endpoint with timeouts, retries, backoff and a disk cache."""

@@ -1,0 +1,139 @@
+"""The Detector contract (DESIGN.md): ``detect(samples) -> ndarray`` of suspicion in [0, 1]
+plus a ``threshold``; a sample is flagged when its suspicion is at or above the threshold.
+
+Thresholds are never hard-coded into decisions: every detector ships a documented default,
+and ``robusteval guard calibrate`` replaces it with one fitted on clean, human-written text
+to a target false-positive rate (saved as JSON, loaded with ``thresholds=``).
+
+Shared behaviour lives here so every detector treats odd input the same way: an empty or
+whitespace-only response gets suspicion 1.0 (there is nothing to evaluate; a sound metric
+should not reward it) and is *counted* in :meth:`Detector.report`; NaN is an error; values
+are clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robusteval.errors import DataFormatError, RobustevalError
+from robusteval.registry import Registry
+from robusteval.types import Sample
+
+DETECTORS: Registry[Any] = Registry("detector")
+
+
+def register_detector(cls: type) -> type:
+    """Register a Detector subclass under its ``name`` with its metadata."""
+    DETECTORS.register(cls.name, family=cls.family, source=cls.source,
+                       default_threshold=cls.default_threshold, needs=list(cls.needs))(cls)
+    return cls
+
+
+class Detector(ABC):
+    """Base class: subclasses set the class attributes and implement :meth:`_analyze`."""
+
+    name: ClassVar[str] = "detector"
+    family: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    default_threshold: ClassVar[float] = 0.5
+    needs: ClassVar[tuple[str, ...]] = ()  # what the sample must carry besides the response
+
+    def __init__(self, threshold: float | None = None) -> None:
+        self.threshold = float(self.default_threshold if threshold is None else threshold)
+        self.threshold_source = "default" if threshold is None else "argument"
+        self.fallbacks: Counter[str] = Counter()
+
+    # -- public API ---------------------------------------------------------------------
+    def analyze(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+        """Per sample: ``suspicion`` in [0, 1] plus the raw features behind it."""
+        samples = list(samples)
+        out: list[dict[str, Any] | None] = [None] * len(samples)
+        todo: list[int] = []
+        for i, s in enumerate(samples):
+            if not s.response or not s.response.strip():
+                self.fallbacks["empty_response"] += 1
+                out[i] = {"suspicion": 1.0, "empty": True}
+            else:
+                todo.append(i)
+        if todo:
+            rows = self._analyze([samples[i] for i in todo])
+            if len(rows) != len(todo):
+                raise RobustevalError(f"detector {self.name} returned {len(rows)} rows for {len(todo)} samples")
+            for i, row in zip(todo, rows, strict=True):
+                s = float(row["suspicion"])
+                if not np.isfinite(s):
+                    raise RobustevalError(f"detector {self.name} produced a non-finite suspicion "
+                                          f"for sample {samples[i].id!r}")
+                row["suspicion"] = min(1.0, max(0.0, s))
+                out[i] = row
+        return [r for r in out if r is not None]
+
+    def detect(self, samples: Sequence[Sample]) -> np.ndarray:
+        """Suspicion in [0, 1], one float per sample."""
+        return np.array([r["suspicion"] for r in self.analyze(samples)], dtype=np.float64)
+
+    def flags(self, samples: Sequence[Sample]) -> np.ndarray:
+        """True where suspicion >= threshold."""
+        return self.detect(samples) >= self.threshold
+
+    def signature(self) -> str:
+        """Settings that change the suspicion values (a calibrated threshold is tied to them)."""
+        return ""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "family": self.family, "threshold": self.threshold,
+                "threshold_source": self.threshold_source, "signature": self.signature()}
+
+    def report(self) -> dict[str, Any]:
+        return {**self.describe(), "fallbacks": dict(self.fallbacks)}
+
+    # -- to implement -------------------------------------------------------------------
+    @abstractmethod
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        """Rows with at least ``suspicion`` for non-empty responses."""
+
+
+def squash(x: float, scale: float) -> float:
+    """Map x >= 0 to [0, 1) monotonically: 1 - exp(-x / scale)."""
+    return float(1.0 - np.exp(-max(0.0, x) / scale))
+
+
+# -- calibrated thresholds file ------------------------------------------------------------
+def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The ``detectors`` table of a thresholds file written by ``robusteval guard calibrate``."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError(p, "thresholds file not found (write one with `robusteval guard calibrate`)") from None
+    except json.JSONDecodeError as e:
+        raise DataFormatError(p, f"not JSON: {e.msg}", line=e.lineno) from None
+    table = data.get("detectors") if isinstance(data, dict) else None
+    if not isinstance(table, dict):
+        raise DataFormatError(p, "no 'detectors' table; is this a `robusteval guard calibrate` output?")
+    for name, entry in table.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("threshold"), int | float):
+            raise DataFormatError(p, f"detector {name!r} has no numeric 'threshold'", field=name)
+    return table
+
+
+def apply_thresholds(detector: Detector, table: dict[str, dict[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Set ``detector.threshold`` from a calibrated table; refuse a threshold calibrated
+    for different detector settings."""
+    entry = table.get(detector.name)
+    if entry is None:
+        return
+    sig = entry.get("signature", "")
+    if sig != detector.signature():
+        raise RobustevalError(f"threshold for {detector.name} in {path} was calibrated with settings "
+                              f"{sig!r}, but the detector runs with {detector.signature()!r}; recalibrate")
+    detector.threshold = float(entry["threshold"])
+    detector.threshold_source = f"calibrated ({path})"

@@ -1,0 +1,181 @@
+"""Calibrate detector thresholds on clean text; measure detection and false-positive rates.
+
+``calibrate``: for each detector, the smallest threshold that flags at most ``target_fpr`` of
+the calibration half of the clean sets. With several detectors combined by a guard (a sample
+is flagged when *any* detector flags it), each detector gets ``combined_fpr / k`` so that the
+union stays within ``combined_fpr`` (Bonferroni). Thresholds go to a JSON file with the
+detectors' settings, so a threshold is never applied to a detector configured differently.
+
+``evaluate``: detection rate per attack family (and direction) on the adversarial texts of
+attack-runner result files, and false-positive rate per clean set on the held-out half,
+for every detector and for the combination.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from robusteval.detectors.base import Detector
+
+from robusteval.errors import DataFormatError
+from robusteval.types import Sample
+
+
+def threshold_for(suspicion: np.ndarray, target_fpr: float) -> float:
+    """Smallest threshold t with mean(suspicion >= t) <= target_fpr (above 1 if none fits)."""
+    s = np.sort(np.asarray(suspicion, dtype=float))[::-1]
+    allowed = math.floor(target_fpr * len(s) + 1e-9)
+    if len(s) == 0:
+        return 1.0
+    if allowed >= len(s):
+        return float(s[-1])
+    # flag the `allowed` largest values at most: the threshold sits just above s[allowed]
+    return float(np.nextafter(s[allowed], np.inf))
+
+
+def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
+              combined: bool = True, log: Any = None) -> dict[str, Any]:
+    """Thresholds per detector fitted on ``clean`` (set name -> samples)."""
+    if not 0.0 <= target_fpr < 1.0:
+        raise ValueError(f"target FPR must be in [0, 1), got {target_fpr}")
+    per = target_fpr / len(detectors) if combined and detectors else target_fpr
+    samples = [s for group in clean.values() for s in group]
+    table: dict[str, Any] = {}
+    for d in detectors:
+        susp = detect_logged(d, samples, log, desc=f"calibrating {d.name}")
+        t = threshold_for(susp, per)
+        table[d.name] = {"threshold": t, "signature": d.signature(), "target_fpr": per,
+                         "calibration_fpr": float(np.mean(susp >= t)) if len(susp) else 0.0,
+                         "n": len(samples), "never_fires": t > 1.0, "report": d.report()}
+    return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per,
+            "clean_sets": {k: len(v) for k, v in clean.items()}, "detectors": table}
+
+
+# -- evaluation ----------------------------------------------------------------------------
+def read_attack_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
+    """Rows of an attack-runner ``results.jsonl`` and the dataset named in its summary.json."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.jsonl"
+    rows = []
+    with p.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                if n > 1 and not line.endswith("\n"):
+                    break  # a torn last line of a killed run
+                raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
+            for field in ("attack", "family", "sample_id", "adversarial", "applicable", "direction"):
+                if field not in row:
+                    raise DataFormatError(p, "not an attack-runner results file", line=n, field=field)
+            rows.append(row)
+    summary = p.with_name("summary.json")
+    dataset = json.loads(summary.read_text(encoding="utf-8")).get("dataset") if summary.is_file() else None
+    return rows, dataset
+
+
+def adversarial_samples(rows: Sequence[dict[str, Any]],
+                        by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:
+    """(row, sample with the adversarial response) for applicable rows, skipping fitting samples."""
+    out = []
+    for r in rows:
+        if not r["applicable"] or r["adversarial"] is None or r.get("meta", {}).get("fitting_sample"):
+            continue
+        base = by_id.get(r["sample_id"])
+        if base is None:
+            raise DataFormatError("attack results", f"sample {r['sample_id']!r} is not in the dataset",
+                                  field="sample_id")
+        out.append((r, base.with_response(r["adversarial"])))
+    return out
+
+
+def rates(flags: np.ndarray, groups: Sequence[str]) -> dict[str, dict[str, float | int]]:
+    """Share flagged per group (flags: bool [n])."""
+    out: dict[str, dict[str, float | int]] = {}
+    for g in dict.fromkeys(groups):
+        idx = [i for i, x in enumerate(groups) if x == g]
+        out[g] = {"n": len(idx), "flagged": int(flags[idx].sum()), "rate": float(flags[idx].mean()) if idx else 0.0}
+    return out
+
+
+def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, Any], Sample]],
+             clean: dict[str, list[Sample]], log: Any = None) -> dict[str, Any]:
+    """Detection rates per family / attack and FPR per clean set, per detector and combined."""
+    adv = [s for _, s in attacked]
+    families = [f"{r['family']} ({r['direction']})" for r, _ in attacked]
+    attacks = [r["attack"] for r, _ in attacked]
+    clean_samples = [s for group in clean.values() for s in group]
+    clean_groups = [name for name, group in clean.items() for _ in group]
+    adv_flags: dict[str, np.ndarray] = {}
+    clean_flags: dict[str, np.ndarray] = {}
+    for d in detectors:
+        adv_flags[d.name] = detect_logged(d, adv, log, desc=f"{d.name} on attacks") >= d.threshold
+        clean_flags[d.name] = detect_logged(d, clean_samples, log, desc=f"{d.name} on clean text") >= d.threshold
+    adv_flags["combined"] = np.any(np.stack(list(adv_flags.values())), axis=0)
+    clean_flags["combined"] = np.any(np.stack(list(clean_flags.values())), axis=0)
+    return {
+        "thresholds": {d.name: d.threshold for d in detectors},
+        "detection_by_family": {k: rates(v, families) for k, v in adv_flags.items()},
+        "detection_by_attack": {k: rates(v, attacks) for k, v in adv_flags.items()},
+        "false_positive_rate": {k: rates(v, clean_groups) for k, v in clean_flags.items()},
+        "reports": [d.report() for d in detectors],
+    }
+
+
+def evaluation_markdown(result: dict[str, Any]) -> str:
+    """Detection rate per family (rows) x detector (columns), then FPR per clean set."""
+    dets = list(result["detection_by_family"])
+    fams = sorted({f for v in result["detection_by_family"].values() for f in v})
+    lines = ["### Detection rate (%) per attack family", "",
+             "| family (direction) | n | " + " | ".join(dets) + " |", "|---|---|" + "---|" * len(dets)]
+    for f in fams:
+        n = result["detection_by_family"][dets[0]][f]["n"]
+        cells = [f"{100 * result['detection_by_family'][d][f]['rate']:.1f}" for d in dets]
+        lines.append(f"| {f} | {n} | " + " | ".join(cells) + " |")
+    sets = sorted({g for v in result["false_positive_rate"].values() for g in v})
+    lines += ["", "### False-positive rate (%) on held-out clean text", "",
+              "| clean set | n | " + " | ".join(dets) + " |", "|---|---|" + "---|" * len(dets)]
+    for g in sets:
+        n = result["false_positive_rate"][dets[0]][g]["n"]
+        cells = [f"{100 * result['false_positive_rate'][d][g]['rate']:.1f}" for d in dets]
+        lines.append(f"| {g} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None, chunk: int = 256,
+                  desc: str | None = None) -> np.ndarray:
+    """``detector.detect(samples)`` in chunks with a progress bar; with ``log`` (a JsonlLog keyed
+    ``key``) every finished chunk is appended and reused on resume."""
+    import hashlib
+
+    from tqdm import tqdm
+
+    sig = detector.signature()
+
+    def key(s: Sample) -> str:
+        h = hashlib.sha1(s.response.encode("utf-8")).hexdigest()[:16]
+        return f"{detector.name}|{sig}|{s.id}|{h}"
+
+    keys = [key(s) for s in samples]
+    todo = [i for i, k in enumerate(keys) if log is None or k not in log]
+    with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc or detector.name, unit="text",
+              dynamic_ncols=True, leave=False) as bar:
+        fresh: dict[str, float] = {}
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            values = detector.detect([samples[i] for i in part])
+            rows = [{"key": keys[i], "suspicion": float(v)} for i, v in zip(part, values, strict=True)]
+            fresh.update((r["key"], r["suspicion"]) for r in rows)
+            if log is not None:
+                log.append(rows)
+            bar.update(len(part))
+    return np.array([fresh[k] if k in fresh else log.rows[k]["suspicion"] for k in keys], dtype=float)

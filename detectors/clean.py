@@ -1,0 +1,82 @@
+"""Clean, human-written text to calibrate detectors on and to measure false positives with.
+
+Each set is built from the human-judgment data (``ROBUSTEVAL_DATA``), never copied:
+
+* ``summeval-references`` — every SummEval reference summary as the response, with its source
+  article as context and the document's *other* references as references (a human summary
+  checked against human summaries, as a system summary would be);
+* ``dailydialog-good`` — DailyDialog-Zhao responses rated >= 4 overall (1-5);
+* ``usr-topicalchat-ground-truth`` — the original Topical-Chat ground-truth responses of USR.
+
+Samples are split in two by a hash of their id (stable across runs and orderings):
+``calibration`` fits thresholds, ``heldout`` measures false-positive rates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from robusteval.types import Sample
+
+CLEAN_SETS: dict[str, Callable[[Path | None], list[Sample]]] = {}
+SPLITS = ("calibration", "heldout", "all")
+
+
+def _clean_set(name: str) -> Callable[[Callable[[Path | None], list[Sample]]], Callable[[Path | None], list[Sample]]]:
+    def deco(fn: Callable[[Path | None], list[Sample]]) -> Callable[[Path | None], list[Sample]]:
+        CLEAN_SETS[name] = fn
+        return fn
+    return deco
+
+
+@_clean_set("summeval-references")
+def _summeval_refs(data_dir: Path | None) -> list[Sample]:
+    from robusteval import data
+
+    seen: dict[str, Sample] = {}
+    for s in data.load("summeval", data_dir):
+        seen.setdefault(str(s.meta.get("doc_id")), s)
+    out = []
+    for doc_id, s in seen.items():
+        refs = s.all_references()
+        for j, ref in enumerate(refs):
+            others = tuple(r for k, r in enumerate(refs) if k != j)
+            out.append(Sample(id=f"summeval-ref/{doc_id}/{j}", task="summarization", context=s.context,
+                              response=ref, reference=others[0] if others else None, references=others,
+                              meta={"dataset": "summeval", "doc_id": doc_id, "clean": "human reference"}))
+    return out
+
+
+@_clean_set("dailydialog-good")
+def _dailydialog_good(data_dir: Path | None) -> list[Sample]:
+    from robusteval import data
+
+    return [s for s in data.load("dailydialog-zhao", data_dir) if s.human.get("overall", 0.0) >= 4.0]
+
+
+@_clean_set("usr-topicalchat-ground-truth")
+def _usr_gt(data_dir: Path | None) -> list[Sample]:
+    from robusteval import data
+
+    return [s for s in data.load("usr-topicalchat", data_dir) if s.meta.get("system_id") == "Original Ground Truth"]
+
+
+def in_heldout(sample_id: str) -> bool:
+    return hashlib.sha256(sample_id.encode("utf-8")).digest()[0] % 2 == 1
+
+
+def load_clean(name: str, split: str = "all", data_dir: Path | None = None) -> list[Sample]:
+    """Clean set ``name`` (see the module docstring), one half of it, or all of it."""
+    if name not in CLEAN_SETS:
+        from robusteval.errors import UnknownNameError
+
+        raise UnknownNameError(f"unknown clean set {name!r} (known: {', '.join(sorted(CLEAN_SETS))})")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    samples = CLEAN_SETS[name](data_dir)
+    if split == "all":
+        return samples
+    want = split == "heldout"
+    return [s for s in samples if in_heldout(s.id) == want]

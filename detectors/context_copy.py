@@ -1,0 +1,99 @@
+"""[context_copy] Overlap of a dialogue response with the last utterance and the whole context.
+
+Vasselli & Watanabe (Table 2, "previous utterance" and "previous-utterance prefix") found that
+copying the last turn into the response fooled UniEval more than any other attack; robusteval
+measures the same against overlap-with-context metrics (BENCHMARKS.md §5: 94-100 % ASR).
+
+Features, on lower-cased word tokens (punctuation ignored): the share of the response's n-grams (n = 1..3, the
+largest share kept per n; trigrams weigh most) found in the last utterance and in the whole
+context, and the longest common token substring with the last utterance relative to the
+response and to the last utterance. Suspicion is the largest of: trigram containment in the
+last turn, the longest common substring covering most of the last turn (a verbatim copy or
+prefix), and 0.8 x trigram containment in the whole context.
+
+Only dialogue samples have a conversational context; for other tasks (a summary should
+overlap its source) the detector returns 0 and counts the sample as ``not_applicable``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from robusteval.detectors.base import Detector, register_detector
+
+from robusteval.types import Sample
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+
+
+def containment(resp: list[str], other: list[str], n: int) -> float:
+    """Share of the response's n-grams that occur in ``other``."""
+    r = ngrams(resp, n)
+    if not r:
+        return 0.0
+    pool = set(ngrams(other, n))
+    return sum(g in pool for g in r) / len(r)
+
+
+def longest_common_substring(a: list[str], b: list[str]) -> int:
+    """Length of the longest common run of tokens (dynamic programming, O(len a x len b))."""
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
+@register_detector
+class ContextCopy(Detector):
+    """Copying of the last utterance / the context into the response (Vasselli & Watanabe, Table 2)."""
+
+    name: ClassVar[str] = "context_copy"
+    family: ClassVar[str] = "dialogue"
+    source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
+    default_threshold: ClassVar[float] = 0.6
+    needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
+
+    def __init__(self, max_tokens: int = 400, threshold: float | None = None) -> None:
+        super().__init__(threshold)
+        self.max_tokens = max_tokens
+
+    def signature(self) -> str:
+        return f"max_tokens={self.max_tokens}"
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        rows = []
+        for s in samples:
+            if s.task != "dialogue" or not s.context:
+                self.fallbacks["not_applicable"] += 1
+                rows.append({"applicable": False, "suspicion": 0.0})
+                continue
+            resp = tokens(s.response)[: self.max_tokens]
+            last = tokens(s.context[-1])[: self.max_tokens]
+            whole = tokens(" ".join(s.context))[-4 * self.max_tokens:]
+            contain_last = {n: containment(resp, last, n) for n in (1, 2, 3)}
+            contain_ctx = {n: containment(resp, whole, n) for n in (1, 2, 3)}
+            lcs = longest_common_substring(resp, last)
+            lcs_resp = lcs / len(resp) if resp else 0.0
+            lcs_last = lcs / len(last) if last else 0.0
+            tri_last = contain_last[3] if len(resp) >= 3 else contain_last[1]
+            tri_ctx = contain_ctx[3] if len(resp) >= 3 else contain_ctx[1]
+            copy_of_turn = lcs_last if lcs >= 4 or lcs_last == 1.0 else 0.0
+            rows.append({"applicable": True, "contain_last": contain_last, "contain_context": contain_ctx,
+                         "lcs": lcs, "lcs_share_response": lcs_resp, "lcs_share_last": lcs_last,
+                         "suspicion": max(tri_last, copy_of_turn, 0.8 * tri_ctx)})
+        return rows

@@ -1,0 +1,89 @@
+"""[generic] Generic, low-information responses.
+
+Vasselli & Watanabe (Table 2) replace the response with static strings ("Hello", "I don't
+know", "I'm sorry, can you repeat?", "fantastic! how are you?"...) and find reference-free
+metrics rating many of them above the human response; dull, context-independent replies are
+the classic failure of neural dialogue systems (Li et al. 2016).
+
+Two signals, the larger one is the suspicion:
+
+* closeness to a list of generic responses (package data), as the best token-set Jaccard
+  similarity after lower-casing and removing punctuation (1.0 for an exact match);
+* lack of content: ``1 - content_words / 4`` for a response with fewer than four content words
+  (not stop words, alphabetic), so a one-word reply like "Cucumber" scores 0.75 and a reply
+  with four or more content words scores 0.
+
+For dialogue responses only by default (``tasks``); a short summary is not "generic" in this
+sense, so other tasks get 0 and are counted as ``not_applicable``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, ClassVar
+
+from robusteval.detectors.base import Detector, register_detector
+
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+@functools.lru_cache(maxsize=1)
+def generic_sets() -> tuple[frozenset[str], ...]:
+    data = json.loads(resource("detectors/generic_responses.json").read_text(encoding="utf-8"))
+    return tuple(frozenset(words(r)) for r in data["responses"] if words(r))
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS) | {"n't", "'s", "'m", "'re", "'ll", "'ve", "'d", "don't", "i'm", "it's"}
+
+
+def features(text: str) -> dict[str, Any]:
+    w = words(text)
+    ws = set(w)
+    best = max((len(ws & g) / len(ws | g) for g in generic_sets()), default=0.0) if ws else 0.0
+    content = [x for x in w if x.isalpha() and x not in _stop_words()]
+    return {"generic_similarity": best, "content_words": len(content), "words": len(w)}
+
+
+@register_detector
+class Generic(Detector):
+    """Generic, low-information responses (Vasselli & Watanabe, Table 2; Li et al. 2016)."""
+
+    name: ClassVar[str] = "generic"
+    family: ClassVar[str] = "dialogue"
+    source: ClassVar[str] = ("Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2; "
+                             "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models")
+    default_threshold: ClassVar[float] = 0.75
+
+    def __init__(self, tasks: tuple[str, ...] | list[str] = ("dialogue",), min_content: int = 4,
+                 threshold: float | None = None) -> None:
+        super().__init__(threshold)
+        self.tasks = tuple(tasks)
+        self.min_content = min_content
+
+    def signature(self) -> str:
+        return f"tasks={','.join(self.tasks)},min_content={self.min_content}"
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        rows = []
+        for s in samples:
+            if s.task not in self.tasks:
+                self.fallbacks["not_applicable"] += 1
+                rows.append({"applicable": False, "suspicion": 0.0})
+                continue
+            f = features(s.response)
+            low_content = max(0.0, 1.0 - f["content_words"] / self.min_content)
+            rows.append({**f, "applicable": True, "suspicion": max(f["generic_similarity"], low_content)})
+        return rows

@@ -1,0 +1,122 @@
+"""``guard(metric, detectors, policy)``: a Metric that screens its inputs with detectors.
+
+The guarded metric is itself a :class:`~robusteval.metrics.Metric`, so it can be attacked
+(adaptive attacks) and compared like any other. Policies (in the spirit of guardrails-style
+validators with explicit on-fail actions):
+
+* ``flag`` — scores unchanged; flags and suspicions are reported;
+* ``penalize`` — the score is multiplied by ``1 - penalty`` for every detector that flags
+  the sample (default penalty 0.5: one flag halves it, two quarter it);
+* ``floor`` — a flagged sample scores 0;
+* ``reject`` — a flagged sample raises :class:`GuardRejection` naming it and the detectors.
+
+Per-sample details (raw score, guarded score, each detector's suspicion and flag) are kept
+for every scored (sample id, response) and returned by :meth:`GuardedMetric.details`; the
+``score`` and ``attack`` commands write them into their outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from robusteval.detectors.base import Detector
+
+from robusteval.errors import InputError
+from robusteval.metrics.base import Metric
+from robusteval.types import Sample
+
+POLICIES = ("flag", "penalize", "floor", "reject")
+
+
+class GuardRejection(InputError):
+    """A guarded metric with policy ``reject`` refused a flagged sample."""
+
+
+class GuardedMetric(Metric):
+    """``metric`` behind ``detectors`` with a policy; see the module docstring."""
+
+    def __init__(self, metric: Metric, detectors: Sequence[Detector], policy: str = "floor",
+                 penalty: float = 0.5, thresholds: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(on_empty=metric.on_empty, empty_score=metric.empty_score)
+        if policy not in POLICIES:
+            raise ValueError(f"guard policy must be one of {POLICIES}, got {policy!r}")
+        if not 0.0 <= penalty <= 1.0:
+            raise ValueError(f"guard penalty must be in [0, 1], got {penalty}")
+        if not detectors:
+            raise ValueError("guard needs at least one detector")
+        self.metric = metric
+        self.detectors = list(detectors)
+        self.policy = policy
+        self.penalty = penalty
+        self.thresholds = str(thresholds) if thresholds else None
+        self.name = f"guarded-{metric.name}"  # type: ignore[misc]
+        self.requires_reference = metric.requires_reference  # type: ignore[misc]
+        self.tasks = metric.tasks  # type: ignore[misc]
+        self.flag_counts: Counter[str] = Counter()
+        self.scored = 0
+        self._details: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+
+    def __getattr__(self, item: str) -> Any:
+        # the wrapped metric's settings (e.g. ``aspect`` of an LLM judge) show through
+        if item == "metric":
+            raise AttributeError(item)
+        return getattr(self.metric, item)
+
+    def check_sample(self, sample: Sample) -> None:
+        self.metric.check_sample(sample)
+
+    def signature(self) -> str:
+        dets = ";".join(f"{d.name}[{d.signature()}]@{d.threshold:.6g}" for d in self.detectors)
+        return f"{self.metric.reproducibility()}|guard={self.policy},penalty={self.penalty}|{dets}"
+
+    def screen(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:
+        """(suspicion [n, k], flags [n, k], per-detector analysis rows) for the detectors."""
+        rows = [d.analyze(samples) for d in self.detectors]
+        susp = np.array([[r["suspicion"] for r in col] for col in rows], dtype=float).T.reshape(len(samples), -1)
+        thr = np.array([d.threshold for d in self.detectors], dtype=float)
+        return susp, susp >= thr, rows
+
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        susp, flags, _ = self.screen(samples)
+        if self.policy == "reject" and flags.any():
+            i = int(np.flatnonzero(flags.any(axis=1))[0])
+            names = [d.name for d, f in zip(self.detectors, flags[i], strict=True) if f]
+            raise GuardRejection(samples[i].id, "response",
+                                 f"rejected by the guard around {self.metric.name}: flagged by {', '.join(names)}")
+        raw = np.asarray(self.metric.score(samples), dtype=float)
+        if self.policy == "floor":
+            out = np.where(flags.any(axis=1), 0.0, raw)
+        elif self.policy == "penalize":
+            out = raw * (1.0 - self.penalty) ** flags.sum(axis=1)
+        else:
+            out = raw.copy()
+        self.scored += len(samples)
+        for i, s in enumerate(samples):
+            flagged = [d.name for d, f in zip(self.detectors, flags[i], strict=True) if f]
+            self.flag_counts.update(flagged)
+            if flagged:
+                self.flag_counts["any"] += 1
+            self._remember(s, {"raw_score": float(raw[i]), "guarded_score": float(out[i]),
+                               "flagged": flagged,
+                               "suspicion": {d.name: round(float(susp[i, k]), 6)
+                                             for k, d in enumerate(self.detectors)}})
+        return out
+
+    def _remember(self, s: Sample, row: dict[str, Any]) -> None:
+        self._details[(s.id, s.response)] = row
+        while len(self._details) > 200_000:
+            self._details.popitem(last=False)
+
+    def details(self, sample: Sample) -> dict[str, Any] | None:
+        """Raw and guarded score, flags and suspicions of the last scoring of ``sample``."""
+        return self._details.get((sample.id, sample.response))
+
+    def report(self) -> dict[str, Any]:
+        return {**self.metric.report(), "guard": {
+            "policy": self.policy, "penalty": self.penalty, "thresholds_file": self.thresholds,
+            "scored": self.scored, "flagged": dict(self.flag_counts),
+            "detectors": [d.report() for d in self.detectors]}}

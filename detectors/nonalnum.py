@@ -1,0 +1,104 @@
+"""[nonalnum] Runs and shares of non-alphanumeric characters, Unicode-aware.
+
+Mu & Lim, "Universal Evasion Attacks on Summarization Scoring" (BlackboxNLP 2022), §6.2 and
+Table 3, propose flagging outputs made of non-alphanumeric strings: their universal BERTScore
+trigger is a single "." or a short punctuation string. This detector generalizes the check to
+the whole of Unicode:
+
+* letters, digits and combining marks of any script count as alphanumeric, so clean Chinese,
+  Arabic, Hindi or Russian text is not flagged (the tests run it on xDial's machine translations);
+* the longest run of consecutive non-alphanumeric, non-space characters (``"~&;$}%(`` is a
+  run of 7; ordinary text rarely exceeds 3, e.g. ``?!"``) and their share of the
+  non-space characters;
+* invisible or reserved characters (control, format / zero-width, private use, surrogates,
+  unassigned) — none belongs in a response;
+* homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek);
+* a response with no alphanumeric character at all.
+
+Suspicion is the largest of the per-feature scores; the default threshold 0.5 is replaced by
+a calibrated one with ``robusteval guard calibrate``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, ClassVar
+
+from robusteval.detectors.base import Detector, register_detector, squash
+
+from robusteval.types import Sample
+
+_ALLOWED_CONTROL = {"\n", "\t", "\r"}
+_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Cn"}
+_CONFUSABLE = {"LATIN", "CYRILLIC", "GREEK"}
+
+
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    head = name.split(" ", 1)[0]
+    if head in {"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "IDEOGRAPHIC"}:
+        return "CJK"
+    return head
+
+
+def features(text: str) -> dict[str, Any]:
+    """Raw character statistics of ``text``."""
+    run = longest = 0
+    nonalnum = nonspace = alnum = invisible = 0
+    for ch in text:
+        if ch.isspace() and ch not in {"\u200b", "\u2060", "\ufeff"}:
+            run = 0
+            continue
+        cat = unicodedata.category(ch)
+        if cat in _INVISIBLE and ch not in _ALLOWED_CONTROL:
+            invisible += 1
+        nonspace += 1
+        if ch.isalnum() or cat[0] == "M":  # combining marks (Devanagari vowel signs...) belong to letters
+            alnum += 1
+            run = 0
+        else:
+            nonalnum += 1
+            run += 1
+            longest = max(longest, run)
+    mixed = 0
+    for token in text.split():
+        scripts = {_script(c) for c in token if c.isalpha()}
+        if len(scripts & _CONFUSABLE) >= 2:
+            mixed += 1
+    return {"longest_run": longest, "share": nonalnum / nonspace if nonspace else 0.0,
+            "invisible": invisible, "mixed_script_tokens": mixed, "alnum": alnum}
+
+
+@register_detector
+class NonAlnum(Detector):
+    """Non-alphanumeric runs, invisible characters and homoglyphs (Mu & Lim 2022, §6.2 / Table 3)."""
+
+    name: ClassVar[str] = "nonalnum"
+    family: ClassVar[str] = "surface"
+    source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
+    default_threshold: ClassVar[float] = 0.5
+
+    def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
+                 threshold: float | None = None) -> None:
+        super().__init__(threshold)
+        self.run_scale = run_scale
+        self.share_floor = share_floor
+        self.share_span = share_span
+
+    def signature(self) -> str:
+        return f"run_scale={self.run_scale},share_floor={self.share_floor},share_span={self.share_span}"
+
+    def suspicion(self, f: dict[str, Any]) -> float:
+        if f["alnum"] == 0 or f["invisible"] > 0:
+            return 1.0
+        run = squash(f["longest_run"] - 2, self.run_scale)  # runs of 1-2 (". ", '?"') are normal
+        share = min(1.0, max(0.0, (f["share"] - self.share_floor) / self.share_span))
+        mixed = 0.9 if f["mixed_script_tokens"] else 0.0
+        return max(run, share, mixed)
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        rows = []
+        for s in samples:
+            f = features(s.response)
+            rows.append({**f, "suspicion": self.suspicion(f)})
+        return rows

@@ -1,0 +1,104 @@
+"""[parse_triple] Overlap of dependency triples between the candidate and a trusted text.
+
+Mu & Lim 2022 (§6.2, Table 3) compare the dependency parses of summaries with those of their
+references: a broken-sentence string reuses the source's words, but the glued fragments do not
+form the source's syntactic relations, and a punctuation trigger forms none. A triple is
+(head lemma, relation, child lemma) from spaCy's parser; the overlap is the F1 of the two
+triple multisets.
+
+``against``: ``auto`` (the best over the sample's references when it has any, else the source /
+dialogue context), ``reference`` or ``source``. ``measure``: ``f1`` (suspicion = 1 - F1, the
+paper's check) or ``gap`` (suspicion = 1 - triple precision / lemma precision: how much of the
+candidate's *vocabulary* comes from the trusted text but not its *structure*, which is low for
+a fluent paraphrase and high for word salad built from the source). A candidate with no
+triple at all (a lone token or punctuation) gets suspicion 1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from robusteval.detectors import parsing
+from robusteval.detectors.base import Detector, register_detector
+
+from robusteval.errors import InputError
+from robusteval.types import Sample
+
+AGAINST = ("auto", "reference", "source")
+MEASURES = ("f1", "gap")
+
+
+def triples(doc: Any) -> Counter[tuple[str, str, str]]:
+    return Counter((t.head.lemma_.lower(), t.dep_, t.lemma_.lower()) for t in doc
+                   if not t.is_punct and not t.is_space and t.head is not t)
+
+
+def lemmas(doc: Any) -> Counter[str]:
+    return Counter(t.lemma_.lower() for t in doc if not t.is_punct and not t.is_space)
+
+
+def prf(cand: Counter[Any], ref: Counter[Any]) -> tuple[float, float, float]:
+    common = sum((cand & ref).values())
+    p = common / sum(cand.values()) if cand else 0.0
+    r = common / sum(ref.values()) if ref else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+@register_detector
+class ParseTriple(Detector):
+    """Dependency-triple F1 against the reference or source (Mu & Lim 2022, §6.2 / Table 3)."""
+
+    name: ClassVar[str] = "parse_triple"
+    family: ClassVar[str] = "syntax"
+    source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
+    default_threshold: ClassVar[float] = 0.95
+    needs: ClassVar[tuple[str, ...]] = ("reference or source",)
+
+    def __init__(self, against: str = "auto", measure: str = "f1", threshold: float | None = None) -> None:
+        super().__init__(threshold)
+        if against not in AGAINST:
+            raise ValueError(f"parse_triple: against must be one of {AGAINST}, got {against!r}")
+        if measure not in MEASURES:
+            raise ValueError(f"parse_triple: measure must be one of {MEASURES}, got {measure!r}")
+        self.against = against
+        self.measure = measure
+
+    def signature(self) -> str:
+        return f"against={self.against},measure={self.measure}"
+
+    def trusted(self, s: Sample) -> tuple[str, ...]:
+        refs = tuple(r for r in s.all_references() if r.strip())
+        if self.against in {"auto", "reference"} and refs:
+            return refs
+        if self.against == "reference":
+            raise InputError(s.id, "reference", "parse_triple(against='reference') needs a reference")
+        src = s.source_text()
+        if not src.strip():
+            raise InputError(s.id, "context", "parse_triple needs a reference or a source / context")
+        return (src,)
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        trusted = [self.trusted(s) for s in samples]
+        docs = parsing.parse([s.response for s in samples] + [t for ts in trusted for t in ts])
+        cand_docs, rest = docs[:len(samples)], iter(docs[len(samples):])
+        rows = []
+        for doc, ts in zip(cand_docs, trusted, strict=True):
+            c_tri, c_lem = triples(doc), lemmas(doc)
+            best: dict[str, Any] | None = None
+            for _ in ts:
+                ref = next(rest)
+                tp, tr, tf = prf(c_tri, triples(ref))
+                lp, _, lf = prf(c_lem, lemmas(ref))
+                row = {"triple_p": tp, "triple_r": tr, "triple_f1": tf, "lemma_p": lp, "lemma_f1": lf}
+                if best is None or tf > best["triple_f1"]:
+                    best = row
+            assert best is not None
+            if not c_tri:
+                susp = 1.0
+            elif self.measure == "f1":
+                susp = 1.0 - best["triple_f1"]
+            else:
+                susp = 1.0 - best["triple_p"] / best["lemma_p"] if best["lemma_p"] > 0 else 1.0
+            rows.append({**best, "triples": sum(c_tri.values()), "suspicion": susp})
+        return rows

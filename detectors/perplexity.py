@@ -1,0 +1,58 @@
+"""[perplexity] Fluency under a causal language model (SmolLM2-135M by default).
+
+Word salad, jumbled or reversed words, broken-sentence strings and punctuation triggers are
+improbable text: their perplexity under any LM is one to two orders of magnitude above that of
+fluent text (SmolLM2: ~200-400 for a normal sentence, ~20,000 scrambled). Used as a defense
+against the ungrammatical attacks of Vasselli & Watanabe (Table 2) and Mu & Lim's
+broken-sentence attack (§6.2), in the spirit of perplexity filtering of adversarial text.
+
+Suspicion is logistic in log-perplexity: ``1 / (1 + exp(-(ln ppl - ln center) / width))``
+(center 2,000, width 1: ppl 300 -> 0.13, ppl 20,000 -> 0.91). ``model`` is any local HF causal
+LM folder or hub id (``None``: the converted SmolLM2). Texts are cut to ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from robusteval.detectors.base import Detector, register_detector
+
+from robusteval.errors import RobustevalError
+from robusteval.types import Sample
+
+
+@register_detector
+class Perplexity(Detector):
+    """Perplexity of the response under a causal LM (fluency)."""
+
+    name: ClassVar[str] = "perplexity"
+    family: ClassVar[str] = "fluency"
+    source: ClassVar[str] = ("LM perplexity filter against ungrammatical attacks (Vasselli & Watanabe, Table 2; "
+                             "Mu & Lim 2022 §6.2 broken sentences)")
+    default_threshold: ClassVar[float] = 0.5
+
+    def __init__(self, model: str | None = None, center: float = 2000.0, width: float = 1.0,
+                 max_tokens: int = 512, threshold: float | None = None, backend: Any = None) -> None:
+        super().__init__(threshold)
+        from robusteval.llm.backends import LocalCausalLM, resolve_backend
+
+        self.lm = backend if backend is not None else resolve_backend(None if model is None else f"local:{model}")
+        if not isinstance(self.lm, LocalCausalLM):
+            raise RobustevalError("perplexity needs a local causal LM (model=<folder or hub id>)")
+        self.center = center
+        self.width = width
+        self.max_tokens = max_tokens
+
+    def signature(self) -> str:
+        return f"model={self.lm.name},center={self.center},width={self.width},max_tokens={self.max_tokens}"
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
+        rows = []
+        for v in np.asarray(nll, dtype=float):
+            log_ppl = float(min(v, 50.0))
+            z = (log_ppl - math.log(self.center)) / self.width
+            rows.append({"perplexity": float(math.exp(log_ppl)), "suspicion": 1.0 / (1.0 + math.exp(-z))})
+        return rows

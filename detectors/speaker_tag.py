@@ -1,0 +1,63 @@
+"""[speaker_tag] Role / speaker prefixes in a response.
+
+Vasselli & Watanabe (Table 2) show that prefixing a response with "teacher:", "agent:" or
+"user:" moves reference-free dialogue metrics (DialogRPT most: it was trained on Reddit
+threads where such labels mark quoted turns). A known role label followed by a colon at the
+start of the response (or of any line) gives suspicion 1.0; an unknown one- or two-word
+label in the same position ("Bob:", "Speaker 1:") 0.7; a known role label after a sentence
+end inside the text ("... . user: ...") 0.8. Role names live in package data
+(``resources/detectors/speaker_tags.json``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, ClassVar
+
+from robusteval.detectors.base import Detector, register_detector
+
+from robusteval.paths import resource
+from robusteval.types import Sample
+
+_LABEL = r"[^\W\d_][\w'.-]{0,19}(?:\s+\d{1,2}|\s+[^\W\d_][\w'-]{0,14})?"
+_PREFIX = re.compile(rf"^\s*[\[(<]?\s*({_LABEL})\s*[\])>]?\s*:(?!//)", re.UNICODE | re.MULTILINE)
+_INLINE = re.compile(r"[.!?]\s+([^\W\d_][\w'-]{0,19})\s*:\s", re.UNICODE)
+
+
+@functools.lru_cache(maxsize=1)
+def roles() -> frozenset[str]:
+    return frozenset(json.loads(resource("detectors/speaker_tags.json").read_text(encoding="utf-8"))["roles"])
+
+
+def tag_score(text: str) -> tuple[float, str | None]:
+    known = roles()
+    best, found = 0.0, None
+    for m in _PREFIX.finditer(text):
+        label = m.group(1).strip()
+        first = label.split()[0].lower()
+        score = 1.0 if label.lower() in known or first in known else 0.7
+        if score > best:
+            best, found = score, label
+    for m in _INLINE.finditer(text):
+        if m.group(1).lower() in known and best < 0.8:
+            best, found = 0.8, m.group(1)
+    return best, found
+
+
+@register_detector
+class SpeakerTag(Detector):
+    """Role and speaker labels prefixed to a response (Vasselli & Watanabe, Table 2)."""
+
+    name: ClassVar[str] = "speaker_tag"
+    family: ClassVar[str] = "dialogue"
+    source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
+    default_threshold: ClassVar[float] = 0.7
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        rows = []
+        for s in samples:
+            score, label = tag_score(s.response)
+            rows.append({"tag": label, "suspicion": score})
+        return rows

@@ -1,0 +1,84 @@
+"""The guard command line: detectors list, guarded score/attack outputs, calibrate + evaluate."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from robusteval import Sample, attacks, detectors, metrics
+from robusteval.attacks.runner import run_attacks
+from robusteval.cli.main import main
+
+EIGHT = ["context_copy", "gec", "generic", "judge_injection", "nonalnum", "parse_triple", "perplexity", "speaker_tag"]
+
+
+def test_detectors_list_json(capsys) -> None:
+    assert main(["detectors", "list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == EIGHT and all(r["family"] and r["source"] for r in rows)
+
+
+def test_score_with_a_guard_block_writes_flags(tmp_path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "a", "hyp": "the cat sat on the mat", "ref": "the cat sat on the mat"},
+        {"id": "b", "hyp": "teacher: the cat sat on the mat", "ref": "the cat sat on the mat"}]) + "\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"metric": "rougeL", "guard": {"detectors": ["speaker_tag"], "policy": "floor"}}))
+    assert main(["score", "--config", str(cfg), "--input", str(inp), "--columns", "response=hyp",
+                 "--columns", "reference=ref", "--out-dir", str(tmp_path / "o")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "o" / "scores.jsonl").read_text().splitlines()]
+    assert rows[0]["score"] == 100.0 and rows[0]["guard"]["flagged"] == []
+    assert rows[1]["score"] == 0.0 and rows[1]["guard"]["flagged"] == ["speaker_tag"]
+    assert rows[1]["guard"]["raw_score"] > 80
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["report"]["guard"]["flagged"] == {"speaker_tag": 1, "any": 1}
+    cfg.write_text(yaml.safe_dump({"metric": "rougeL", "guard": {"detector": ["speaker_tag"]}}))
+    assert main(["score", "--config", str(cfg), "--input", str(inp), "--columns", "response=hyp",
+                 "--columns", "reference=ref", "--out-dir", str(tmp_path / "o2")]) == 2
+
+
+def test_attack_rows_carry_the_guard_flags(tmp_path) -> None:
+    victim = detectors.guard(metrics.load("rougeL", against="context"), ["speaker_tag", "generic"])
+    s = Sample(id="x", task="dialogue", response="i would love to go to the park with you tomorrow",
+               context=("do you want to go to the park tomorrow ?",))
+    log = run_attacks([s], [attacks.load("speaker-tag-user"), attacks.load("generic-hello")], victim,
+                      tmp_path / "r.jsonl", progress=False)
+    rows = {r["attack"]: r for r in log}
+    assert rows["speaker-tag-user"]["victim_after"] == 0.0
+    assert rows["speaker-tag-user"]["meta"]["guard"]["adversarial"]["flagged"] == ["speaker_tag"]
+    assert rows["generic-hello"]["meta"]["guard"]["adversarial"]["flagged"] == ["generic"]
+    assert rows["generic-hello"]["meta"]["guard"]["original"]["flagged"] == []
+
+
+def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys) -> None:
+    dets = "nonalnum,speaker_tag,generic,judge_injection,context_copy"
+    common = ["--data-dir", str(data_dir), "--detectors", dets, "--clean", "dailydialog-good,usr-topicalchat-ground-truth"]
+    assert main(["guard", "calibrate", *common, "--target-fpr", "0.05", "--out-dir", str(tmp_path / "g")]) == 0
+    table = json.loads((tmp_path / "g" / "thresholds.json").read_text())
+    assert table["per_detector_fpr"] == 0.01 and set(table["detectors"]) == set(dets.split(","))
+    assert table["clean_sets"] == {"dailydialog-good": 144, "usr-topicalchat-ground-truth": 33}
+    assert main(["attack", "--dataset", "dailydialog-zhao", "--data-dir", str(data_dir), "--metric", "rougeL",
+                 "-o", "against=context", "--attacks", "speaker-tag-user,generic-hello,previous-utterance",
+                 "--limit", "20", "--out-dir", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["guard", "evaluate", *common, "--thresholds", str(tmp_path / "g" / "thresholds.json"),
+                 "--attack-results", str(tmp_path / "a"), "--out-dir", str(tmp_path / "e")]) == 0
+    out = capsys.readouterr().out
+    assert "Detection rate" in out and "False-positive rate" in out
+    ev = json.loads((tmp_path / "e" / "evaluation.json").read_text())
+    fam = ev["detection_by_family"]
+    assert fam["speaker_tag"]["dialogue-rules (R-)"]["n"] == 60
+    by_attack = ev["detection_by_attack"]
+    assert by_attack["speaker_tag"]["speaker-tag-user"]["rate"] == 1.0
+    # well-rated human replies include "okay ." and "thank you .": at a 1 % FPR the generic
+    # detector cannot fire on an exact generic reply without flagging them too
+    assert table["detectors"]["generic"]["never_fires"] is True
+    assert by_attack["context_copy"]["previous-utterance"]["rate"] == 1.0
+    assert ev["false_positive_rate"]["combined"]["dailydialog-good"]["rate"] <= 0.1
+    # a resumed evaluation reuses every suspicion instead of recomputing it
+    n = len((tmp_path / "e" / "suspicion.jsonl").read_text().splitlines())
+    assert main(["guard", "evaluate", *common, "--thresholds", str(tmp_path / "g" / "thresholds.json"),
+                 "--attack-results", str(tmp_path / "a"), "--out-dir", str(tmp_path / "e"), "--resume"]) == 0
+    assert len((tmp_path / "e" / "suspicion.jsonl").read_text().splitlines()) == n
