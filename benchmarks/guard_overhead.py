@@ -1,0 +1,80 @@
+"""Cost of a guard: guarded / plain scoring time for BERTScore (MiniLM) on 1,000 SummEval
+pairs, with the detectors nonalnum + parse_triple + gec (builtin backend), in one run.
+
+Both sides start cold every repeat: BERTScore's embedding cache is emptied, and for the
+guarded side the shared spaCy parse cache and the word-lookup caches of the grammar rules are
+cleared too. Models (MiniLM, spaCy, WordNet, wordfreq) are loaded before timing, as a
+long-running service would have them. Median of 3 alternating repeats after a warm-up.
+Target: ratio <= 1.25.
+
+    ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/guard_overhead.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from robusteval import data, detectors
+from robusteval.detectors import grammar_rules, parsing
+from robusteval.metrics.bertscore import BERTScore, EmbeddingCache
+
+REPEATS = 3
+DETECTORS = ["nonalnum", "parse_triple", {"name": "gec", "options": {"backend": "builtin"}}]
+
+
+def main() -> int:
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        print("set ROBUSTEVAL_DATA to the data folder", file=sys.stderr)
+        return 2
+    import torch
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    pairs = data.load("summeval")[:1000]
+    plain = BERTScore()
+    guarded = detectors.guard(plain, DETECTORS, policy="flag")
+    # warm-up: load spaCy, WordNet, wordfreq and the thread pools
+    guarded.score(pairs[:8])
+
+    def cold() -> None:
+        plain.cache = EmbeddingCache(plain.cache.capacity)
+        parsing.clear()
+        grammar_rules.is_known_word.cache_clear()
+        grammar_rules._wordnet_morphy.cache_clear()
+
+    times: dict[str, list[float]] = {"plain": [], "guarded": []}
+    for _ in range(REPEATS):
+        for name, metric in (("plain", plain), ("guarded", guarded)):
+            cold()
+            t = time.perf_counter()
+            scores = metric.score(pairs)
+            times[name].append(time.perf_counter() - t)
+            if name == "plain":
+                reference = scores
+            else:  # policy "flag" leaves the scores untouched
+                assert np.allclose(scores, reference)
+    # where the guarded time goes: each detector alone, cold
+    parts = {}
+    for det in guarded.detectors:
+        cold()
+        t = time.perf_counter()
+        det.detect(pairs)
+        parts[det.name] = time.perf_counter() - t
+    p, g = statistics.median(times["plain"]), statistics.median(times["guarded"])
+    flagged = guarded.report()["guard"]["flagged"]
+    print(f"pairs: {len(pairs)}; distinct references: {len({s.reference for s in pairs})}; cpu threads: "
+          f"{torch.get_num_threads()}")
+    print(f"plain BERTScore   median {p:.2f} s  ({', '.join(f'{x:.2f}' for x in times['plain'])})")
+    print(f"guarded BERTScore median {g:.2f} s  ({', '.join(f'{x:.2f}' for x in times['guarded'])})")
+    print("detectors alone (cold): " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
+    print(f"flags with default thresholds over all repeats: {flagged}")
+    print(f"ratio guarded / plain: {g / p:.3f}  (target <= 1.25)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
