@@ -18,9 +18,9 @@ import sys
 import time
 
 import numpy as np
+from robusteval.detectors import grammar_rules, parsing
 
 from robusteval import data, detectors
-from robusteval.detectors import grammar_rules, parsing
 from robusteval.metrics.bertscore import BERTScore, EmbeddingCache
 
 REPEATS = 3

@@ -28,10 +28,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd, guard_cmd):
         module.register(sub)
+    # parsed by LightningCLI in main(); listed here so `robusteval --help` shows it
+    sub.add_parser("train", help="LoRA fine-tuning of evaluators (robusteval train --help)", add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":  # LightningCLI parses its own arguments (fit/validate/test, --config)
+        from robusteval.training.cli import main as train_main
+
+        try:
+            return train_main(argv[1:])
+        except RobustevalError as exc:
+            print(f"robusteval train: error: {exc}", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

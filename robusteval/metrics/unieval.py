@@ -83,16 +83,18 @@ class UniEval(Metric):
 
     Options: ``model`` (seq2seq id/folder; default per task from ``DEFAULT_CHECKPOINTS``),
     ``task`` (force one task instead of each sample's), ``max_length`` (1024, as upstream),
-    ``batch_size`` (8), ``device``.
+    ``batch_size`` (8), ``device``, ``adapter`` (a peft LoRA adapter folder written by
+    ``robusteval train`` with the Boolean-QA model, merged into ``model`` at load).
     """
 
     name: ClassVar[str] = "unieval"
 
     def __init__(self, model: str | None = None, dimension: str = "overall", task: str | None = None,
                  max_length: int = 1024, batch_size: int = 8, device: str = "cpu",
-                 **kwargs: Any) -> None:
+                 adapter: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.model_name = model
+        self.adapter = adapter
         self.dimension = dimension
         self.task = TASK_ALIASES[task] if task else None
         self.max_length = max_length
@@ -115,7 +117,12 @@ class UniEval(Metric):
             from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
             tok = AutoTokenizer.from_pretrained(name)
-            model = AutoModelForSeq2SeqLM.from_pretrained(name).to(self.device).eval()
+            model = AutoModelForSeq2SeqLM.from_pretrained(name)
+            if self.adapter:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, self.adapter).merge_and_unload()
+            model = model.to(self.device).eval()
             yes, no = tok("Yes")["input_ids"][0], tok("No")["input_ids"][0]
             if yes == no:
                 raise ValueError(f"{name}: 'Yes' and 'No' start with the same token id {yes}")
@@ -180,6 +187,6 @@ class UniEval(Metric):
     def signature(self) -> str:
         import transformers
 
-        return (f"model={self.model_name or 'default-per-task'}|dim={self.dimension}|"
+        return (f"model={self.model_name or 'default-per-task'}|adapter={self.adapter}|dim={self.dimension}|"
                 f"max_length={self.max_length}|split=spacy-sentencizer|"
                 f"transformers={transformers.__version__}")

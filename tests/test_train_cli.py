@@ -1,0 +1,93 @@
+"""`robusteval train` (LightningCLI): fit/test from a config, pickle-free checkpoints, and a
+SIGKILL in the middle of training resumed from the last checkpoint to the same final state."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from robusteval.cli.main import main
+
+
+def write_config(tmp: Path, tiny_bert: Path, data_dir: Path, name: str, epochs: int, limit: int = 120) -> Path:
+    cfg = {
+        "seed_everything": 0,
+        "trainer": {"max_epochs": epochs, "default_root_dir": str(tmp / name), "log_every_n_steps": 1,
+                    "enable_progress_bar": False,
+                    "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                               "init_args": {"save_dir": str(tmp / name), "name": "logs", "version": 0}}},
+        "model": {"class_path": "robusteval.training.cross_encoder.CrossEncoderModule",
+                  "init_args": {"checkpoint": str(tiny_bert), "lora_r": 4, "lr": 0.003, "lora_dropout": 0.1,
+                                "export_dir": str(tmp / name / "export")}},
+        "data": {"datasets": ["dailydialog-zhao"], "data_dir": str(data_dir), "limit": limit, "batch_size": 4,
+                 "val_fraction": 0.2, "test_fraction": 0.2},
+    }
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_train_fit_and_test_from_a_config(tiny_bert, data_dir, tmp_path, capsys) -> None:
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "run", epochs=2, limit=60)
+    assert main(["train", "fit", "--config", str(cfg)]) == 0
+    root = tmp_path / "run"
+    last = root / "logs" / "version_0" / "checkpoints" / "last.ckpt"
+    assert sorted(p.name for p in last.iterdir()) == ["state.json", "tensors.safetensors"]
+    tensors = load_file(str(last / "tensors.safetensors"))
+    weights = [k for k in tensors if k.startswith("state_dict/")]
+    assert weights and all("lora_" in k or ".head." in k for k in weights)  # adapter + head only
+    assert not list(root.rglob("*.pt")) and not list(root.rglob("*.bin"))
+    header = (root / "logs" / "version_0" / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert {"train_loss", "val_spearman", "val_spearman/dailydialog-zhao"} <= set(header)
+    assert (root / "export" / "adapter").is_dir()
+    assert main(["train", "test", "--config", str(cfg), "--ckpt_path", str(last)]) == 0
+    assert "test_spearman" in capsys.readouterr().out
+
+
+def test_print_config(tiny_bert, data_dir, tmp_path, capsys) -> None:
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "pc", epochs=1)
+    with pytest.raises(SystemExit) as e:
+        main(["train", "fit", "--config", str(cfg), "--print_config"])
+    assert e.value.code == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["model"]["init_args"]["lora_r"] == 4 and printed["data"]["batch_size"] == 4
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_then_resume_reaches_the_same_state(tiny_bert, data_dir, tmp_path) -> None:
+    epochs = 5
+    env = {**os.environ, "ROBUSTEVAL_DATA": str(data_dir)}
+    cmd = [sys.executable, "-m", "robusteval.cli.main", "train", "fit"]
+    # the uninterrupted run
+    ref_cfg = write_config(tmp_path, tiny_bert, data_dir, "ref", epochs)
+    subprocess.run([*cmd, "--config", str(ref_cfg)], check=True, env=env, capture_output=True)
+    # the killed run: SIGKILL as soon as an epoch checkpoint exists, while later epochs train
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "killed", epochs)
+    last = tmp_path / "killed" / "logs" / "version_0" / "checkpoints" / "last.ckpt"
+    proc = subprocess.Popen([*cmd, "--config", str(cfg)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (last / "state.json").is_file():
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    state = json.loads((last / "state.json").read_text())
+    assert state["epoch"] < epochs - 1, "the kill came too late to test a resume"
+    assert not (tmp_path / "killed" / "export").exists()
+    subprocess.run([*cmd, "--config", str(cfg), "--ckpt_path", str(last)], check=True, env=env, capture_output=True)
+    a = load_file(str(tmp_path / "ref" / "export" / "adapter" / "adapter_model.safetensors"))
+    b = load_file(str(tmp_path / "killed" / "export" / "adapter" / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    ha = load_file(str(tmp_path / "ref" / "export" / "head.safetensors"))
+    hb = load_file(str(tmp_path / "killed" / "export" / "head.safetensors"))
+    assert all(torch.equal(ha[k], hb[k]) for k in ha)

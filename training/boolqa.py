@@ -1,0 +1,95 @@
+"""A UniEval-style seq2seq Boolean-QA evaluator fine-tuned with LoRA.
+
+UniEval (Zhong et al. 2022) scores a text as P(Yes) / (P(Yes) + P(No)) at the first decoder
+step for a question such as "question: Is this response natural? </s> response: ... </s>
+dialogue history: ...". This module trains the same quantity towards the target in [0, 1]
+(binary cross-entropy on the normalized P(Yes)), with LoRA on the attention projections, for
+users who have a UniEval checkpoint (``MingZhong/unieval-dialog`` and the like); it is tested
+on a tiny T5 here. The export (``adapter/`` + ``boolqa.json``) loads with
+``metrics.load("unieval", model=<base>, adapter=<export>/adapter)``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from robusteval.training.base import EvaluatorModule
+
+from robusteval.errors import RobustevalError
+from robusteval.metrics.unieval import PROMPTS, fields_for
+from robusteval.types import Sample
+
+
+class BoolQAModule(EvaluatorModule):
+    """LoRA Boolean-QA evaluator (UniEval layout).
+
+    Args:
+        checkpoint: a seq2seq model folder or hub id (a UniEval checkpoint); required.
+        task: UniEval task whose prompt is used ("dialogue", "summarization", "fact", "data2text").
+        dimension: the prompt's dimension (e.g. "naturalness", "coherence").
+        max_length: input tokens.
+        lora_r: LoRA rank.
+        lora_alpha: LoRA scaling.
+        lora_dropout: dropout on the LoRA path.
+        target_modules: modules LoRA adapts (default T5's attention "q", "v").
+        loss: "mse" (here: binary cross-entropy on P(Yes)), "margin" or "mse+margin".
+        margin: required gap between an original and its R- adversarial example.
+        margin_weight: weight of the margin loss.
+        lr: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        seed: per-step reseeding of dropout (exact resume).
+        export_dir: where the adapter is written (default ``<log dir>/export``).
+    """
+
+    def __init__(self, checkpoint: str, task: str = "dialogue", dimension: str = "naturalness", max_length: int = 512,
+                 lora_r: int = 8, lora_alpha: int = 16, lora_dropout: float = 0.1,
+                 target_modules: list[str] | None = None, loss: str = "mse+margin", margin: float = 0.1,
+                 margin_weight: float = 1.0, lr: float = 3e-4, weight_decay: float = 0.01, seed: int = 0,
+                 export_dir: str | None = None) -> None:
+        super().__init__(loss=loss, margin=margin, margin_weight=margin_weight, lr=lr, weight_decay=weight_decay,
+                         seed=seed, export_dir=export_dir)
+        self.save_hyperparameters()
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        if task not in PROMPTS or dimension not in PROMPTS[task]:
+            raise RobustevalError(f"UniEval has no prompt {task}/{dimension} (tasks: {', '.join(PROMPTS)})")
+        self.checkpoint, self.task, self.dimension, self.max_length = checkpoint, task, dimension, max_length
+        self.template = PROMPTS[task][dimension]["template"]
+        self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        base = AutoModelForSeq2SeqLM.from_pretrained(checkpoint)
+        self.yes = self.tokenizer("Yes")["input_ids"][0]
+        self.no = self.tokenizer("No")["input_ids"][0]
+        if self.yes == self.no:
+            raise RobustevalError(f"{checkpoint}: 'Yes' and 'No' start with the same token")
+        lcfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                          target_modules=target_modules or ["q", "v"], bias="none")
+        self.model = get_peft_model(base, lcfg)
+        self.model.train()
+
+    def inputs(self, samples: list[Sample]) -> list[str]:
+        return [self.template.format(output=s.response, **fields_for(s, self.task)) for s in samples]
+
+    def predict(self, samples: list[Sample]) -> torch.Tensor:
+        enc = self.tokenizer(self.inputs(samples), max_length=self.max_length, truncation=True, padding=True,
+                             return_tensors="pt").to(self.device)
+        start = self.model.config.decoder_start_token_id
+        dec = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long, device=self.device)
+        logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                            decoder_input_ids=dec).logits[:, 0, :].float()
+        pair = torch.log_softmax(logits[:, [self.yes, self.no]], dim=-1)  # P(Yes) renormalized over {Yes, No}
+        return pair[:, 0].exp()
+
+    def point_loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """A probability against a soft target: binary cross-entropy."""
+        return torch.nn.functional.binary_cross_entropy(pred.clamp(1e-6, 1 - 1e-6), target)
+
+    def export(self, folder: str | Path) -> Path:
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(out / "adapter")
+        (out / "boolqa.json").write_text(json.dumps({"base_model": self.checkpoint, "task": self.task,
+                                                      "dimension": self.dimension}, indent=2), encoding="utf-8")
+        return out

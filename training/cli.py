@@ -1,0 +1,55 @@
+"""``robusteval train``: LightningCLI over the trainable evaluators and the data module.
+
+    robusteval train fit --config configs/train/cross_encoder_minilm.yaml
+    robusteval train fit --config configs/train/cross_encoder_minilm.yaml --ckpt_path <run>/checkpoints/last.ckpt
+    robusteval train test --config ... --ckpt_path ...
+    robusteval train fit --config ... --print_config
+
+The model is chosen in the config (``model.class_path``: ``robusteval.training.CrossEncoderModule``
+or ``robusteval.training.BoolQAModule``). Every run gets, unless the config says otherwise:
+the pickle-free checkpoint plugin (:class:`~robusteval.training.checkpoint_io.SafeCheckpointIO`),
+a ``last.ckpt`` saved after every epoch (adapter and head only) to resume from after a kill,
+a CSV logger, and an export of the trained evaluator at the end of fitting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lightning.pytorch import Trainer
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.cli import LightningCLI
+from robusteval.training.base import EvaluatorModule
+from robusteval.training.checkpoint_io import SafeCheckpointIO
+from robusteval.training.data import ScoringDataModule
+
+
+class TrainCLI(LightningCLI):
+    """LightningCLI with robusteval's checkpointing defaults."""
+
+    def _instantiate_trainer(self, config: dict[str, Any], callbacks: list[Callback]) -> Trainer:
+        plugins = config.get("plugins") or []
+        plugins = plugins if isinstance(plugins, list) else [plugins]
+        if not any(isinstance(p, SafeCheckpointIO) for p in plugins):
+            plugins.append(SafeCheckpointIO())
+        config["plugins"] = plugins
+        existing = config.get("callbacks") or []
+        if not any(isinstance(c, ModelCheckpoint) for c in (existing if isinstance(existing, list) else [existing])):
+            callbacks = [*callbacks, ModelCheckpoint(save_last=True, save_top_k=1, every_n_epochs=1)]
+        return super()._instantiate_trainer(config, callbacks)
+
+
+def trainer_defaults() -> dict[str, Any]:
+    return {"logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                       "init_args": {"save_dir": "runs/train"}},
+            "max_epochs": 3, "log_every_n_steps": 10, "enable_model_summary": False,
+            "accelerator": "cpu", "deterministic": False}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    TrainCLI(EvaluatorModule, ScoringDataModule, subclass_mode_model=True, args=list(argv or []),
+             trainer_defaults=trainer_defaults(), seed_everything_default=0,
+             save_config_kwargs={"overwrite": True}, parser_kwargs={"prog": "robusteval train"},
+             auto_configure_optimizers=False)
+    return 0

@@ -1,0 +1,261 @@
+"""Training data for learned evaluators: human-judged samples plus adversarial examples.
+
+:class:`ScoringDataModule` (a LightningDataModule) mixes, by config:
+
+* human-judged samples from the registered loaders (``datasets``: ``name`` or
+  ``name:aspect``); the target is the human score of ``aspect`` (default ``overall``)
+  normalized to [0, 1] with the dataset's recorded scale;
+* adversarial examples from attack-runner ``results.jsonl`` files (``adversarial``): an R−
+  example (text made bad) gets the target ``adv_low_target`` (0 by default) and is paired with
+  its original for the margin loss; an R+ example (quality kept) keeps its original's target;
+  with ``only_successful`` just the examples that fooled the victim are used;
+* optional negative sampling (``negatives`` per sample: responses of other contexts, target 0)
+  for training without labels.
+
+Splits are made by *context*: every sample of a context, and every adversarial example made
+from one of them, lands in the same split (train / val / test), chosen by a hash of dataset
+and context, so no context leaks across splits. ``test_datasets`` are held out entirely
+(zero-shot test sets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader
+
+from robusteval.errors import DataFormatError, RobustevalError
+from robusteval.types import Sample
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Item:
+    """One training example: the sample as the scorer sees it and its target in [0, 1]."""
+
+    sample: Sample
+    target: float
+    kind: str  # "human" | "adv-" | "adv+" | "negative"
+    dataset: str
+    original: Sample | None = None  # for R- examples: the text it was made from (margin loss)
+    attack: str | None = None
+    family: str | None = None
+
+
+@dataclass
+class Pool:
+    items: dict[str, list[Item]] = field(default_factory=lambda: {s: [] for s in SPLITS})
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    name, _, aspect = spec.partition(":")
+    return name, aspect or "overall"
+
+
+def normalized(sample: Sample, aspect: str) -> float | None:
+    """The human score of ``aspect`` mapped to [0, 1] with the dataset's scale (None if absent)."""
+    if aspect not in sample.human:
+        return None
+    scale = (sample.meta.get("scales") or {}).get(aspect) or {}
+    low, high = scale.get("low"), scale.get("high")
+    if low is None or high is None or high <= low:
+        raise DataFormatError(sample.meta.get("dataset", sample.id), f"no usable scale for aspect {aspect!r}",
+                              field="scales")
+    return min(1.0, max(0.0, (float(sample.human[aspect]) - low) / (high - low)))
+
+
+def context_key(sample: Sample) -> str:
+    return "\n".join(sample.context) if sample.context else sample.id
+
+
+def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
+    h = hashlib.sha256(f"{seed}|{dataset}|{context_key(sample)}".encode()).digest()
+    u = int.from_bytes(h[:8], "big") / 2**64
+    return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
+
+
+def read_adversarial(path: str | Path) -> tuple[list[dict[str, Any]], str]:
+    """Rows of an attack-runner results file and the dataset its summary.json names."""
+    p = Path(path)
+    p = p / "results.jsonl" if p.is_dir() else p
+    summary = p.with_name("summary.json")
+    if not summary.is_file():
+        raise DataFormatError(p, "no summary.json beside the results (it names the dataset)")
+    dataset = json.loads(summary.read_text(encoding="utf-8"))["dataset"]
+    rows = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
+    return rows, dataset
+
+
+def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
+               adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
+               data_dir: str | None, limit: int | None) -> Pool:
+    from robusteval import data
+
+    pool = Pool()
+    loaded: dict[str, list[Sample]] = {}
+
+    def load(name: str) -> list[Sample]:
+        if name not in loaded:
+            loaded[name] = data.load(name, data_dir, limit=limit)
+        return loaded[name]
+
+    targets: dict[tuple[str, str], tuple[str, float | None]] = {}  # (dataset, id) -> (split, target)
+    for role, specs in (("split", datasets), ("test", test_datasets)):
+        for spec in specs:
+            name, aspect = parse_spec(spec)
+            for s in load(name):
+                split = "test" if role == "test" else split_of(name, s, val_fraction, test_fraction, seed)
+                t = normalized(s, aspect)
+                targets[(name, s.id)] = (split, t)
+                if t is None:
+                    pool.counts["no_human_score"] += 1
+                    continue
+                pool.items[split].append(Item(s, t, "human", name))
+    for path in adversarial:
+        rows, name = read_adversarial(path)
+        by_id = {s.id: s for s in load(name)}
+        for r in rows:
+            if not r.get("applicable") or not r.get("adversarial") or r.get("meta", {}).get("fitting_sample"):
+                continue
+            if only_successful and not any(bool(v) for v in (r.get("success") or {}).values()):
+                continue
+            base = by_id.get(r["sample_id"])
+            if base is None:
+                raise DataFormatError(path, f"sample {r['sample_id']!r} is not in dataset {name}", field="sample_id")
+            split, t = targets.get((name, base.id), (split_of(name, base, val_fraction, test_fraction, seed), None))
+            adv = base.with_response(r["adversarial"], attack=r["attack"])
+            if r["direction"] == "R-":
+                pool.items[split].append(Item(adv, adv_low_target, "adv-", name, original=base,
+                                              attack=r["attack"], family=r["family"]))
+            elif t is not None:
+                pool.items[split].append(Item(adv, t, "adv+", name, attack=r["attack"], family=r["family"]))
+            else:
+                pool.counts["adv+_without_human_score"] += 1
+    if negatives:
+        rng = random.Random(seed)
+        for split in SPLITS:
+            humans = [it for it in pool.items[split] if it.kind == "human"]
+            for it in humans:
+                others = [o for o in humans if context_key(o.sample) != context_key(it.sample)]
+                for o in rng.sample(others, min(negatives, len(others))):
+                    pool.items[split].append(Item(it.sample.with_response(o.sample.response, negative=True), 0.0,
+                                                  "negative", it.dataset))
+    for split in SPLITS:
+        pool.counts.update(f"{split}/{it.kind}" for it in pool.items[split])
+    return pool
+
+
+class EpochSampler:
+    """A shuffling sampler whose order depends only on (seed, epoch): a run resumed at an
+    epoch boundary sees exactly the batches the uninterrupted run would have seen. Lightning
+    calls ``set_epoch`` before every epoch."""
+
+    def __init__(self, n: int, seed: int, shuffle: bool) -> None:
+        self.n, self.seed, self.shuffle, self.epoch = n, seed, shuffle, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Any:
+        order = list(range(self.n))
+        if self.shuffle:
+            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+        return iter(order)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class Items:
+    """A batch's items in a plain container: Lightning moves batches to the device with a
+    recursive walk that refuses frozen dataclasses (Sample), so it must not look inside."""
+
+    def __init__(self, items: list[Item]) -> None:
+        self._items = items
+
+    def __iter__(self) -> Any:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: int) -> Item:
+        return self._items[i]
+
+
+def collate(items: list[Item]) -> dict[str, Any]:
+    import torch
+
+    return {"items": Items(items), "target": torch.tensor([it.target for it in items], dtype=torch.float32)}
+
+
+class ScoringDataModule(pl.LightningDataModule):
+    """Human-judged + adversarial examples, split by context (see the module docstring).
+
+    Args:
+        datasets: registered dataset names, optionally ``name:aspect``; split train/val/test.
+        test_datasets: held out entirely (zero-shot test sets).
+        adversarial: attack-runner results files or folders.
+        only_successful: keep only adversarial examples that fooled the attacked victim.
+        adv_low_target: target of an R- adversarial example.
+        negatives: negative samples (responses of other contexts) per human sample.
+        val_fraction: share of contexts for validation.
+        test_fraction: share of contexts for testing.
+        batch_size: examples per batch.
+        seed: split and sampling seed.
+        data_dir: human-judgment data folder (default ``$ROBUSTEVAL_DATA``).
+        limit: first N samples of each dataset (smoke runs).
+    """
+
+    def __init__(self, datasets: list[str] | None = None, test_datasets: list[str] | None = None,
+                 adversarial: list[str] | None = None, only_successful: bool = False, adv_low_target: float = 0.0,
+                 negatives: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.2, batch_size: int = 16,
+                 seed: int = 0, data_dir: str | None = None, limit: int | None = None) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.datasets = list(datasets or ["dailydialog-zhao", "persona-zhao"])
+        self.test_datasets = list(test_datasets or [])
+        self.adversarial = list(adversarial or [])
+        if not 0 <= val_fraction + test_fraction < 1:
+            raise RobustevalError("val_fraction + test_fraction must be in [0, 1)")
+        self.pool: Pool | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.pool is None:
+            h = self.hparams
+            self.pool = build_pool(self.datasets, self.test_datasets, self.adversarial,
+                                   only_successful=h.only_successful, adv_low_target=h.adv_low_target,
+                                   negatives=h.negatives, val_fraction=h.val_fraction,
+                                   test_fraction=h.test_fraction, seed=h.seed, data_dir=h.data_dir, limit=h.limit)
+            if not self.pool.items["train"] and stage in (None, "fit"):
+                raise RobustevalError(f"no training examples from {self.datasets}")
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        assert self.pool is not None, "call setup() first"
+        items = self.pool.items[split]
+        return DataLoader(items, batch_size=self.hparams.batch_size, collate_fn=collate,
+                          sampler=EpochSampler(len(items), self.hparams.seed, shuffle))
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", False)
