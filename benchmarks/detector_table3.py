@@ -73,7 +73,8 @@ def main() -> int:
     print("| summary | n | parse F1 (x100) | GEC errors / token | GEC sentences with error | nonalnum suspicion |")
     print("|---|---|---|---|---|---|")
     for label, m, n in rows:
-        print(f"| {label} | {n} | {m['parse_f1']:.1f} | {m['gec_tok']:.3f} | {m['gec_sent']:.2f} | {m['nonalnum']:.2f} |")
+        print(f"| {label} | {n} | {m['parse_f1']:.1f} | {m['gec_tok']:.3f} | {m['gec_sent']:.2f} "
+              f"| {m['nonalnum']:.2f} |")
     return 0
 
 

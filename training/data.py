@@ -107,12 +107,12 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
     from robusteval import data
 
     pool = Pool()
-    loaded: dict[str, list[Sample]] = {}
+    loaded: dict[tuple[str, int | None], list[Sample]] = {}
 
-    def load(name: str) -> list[Sample]:
-        if name not in loaded:
-            loaded[name] = data.load(name, data_dir, limit=limit)
-        return loaded[name]
+    def load(name: str, cap: int | None = limit) -> list[Sample]:
+        if (name, cap) not in loaded:
+            loaded[(name, cap)] = data.load(name, data_dir, limit=cap)
+        return loaded[(name, cap)]
 
     targets: dict[tuple[str, str], tuple[str, float | None]] = {}  # (dataset, id) -> (split, target)
     for role, specs in (("split", datasets), ("test", test_datasets)):
@@ -128,7 +128,7 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
                 pool.items[split].append(Item(s, t, "human", name))
     for path in adversarial:
         rows, name = read_adversarial(path)
-        by_id = {s.id: s for s in load(name)}
+        by_id = {s.id: s for s in load(name, None)}  # attacks may come from samples past ``limit``
         for r in rows:
             if not r.get("applicable") or not r.get("adversarial") or r.get("meta", {}).get("fitting_sample"):
                 continue

@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
         attack_cmd,
         data_cmd,
         guard_cmd,
+        harden_cmd,
         metaeval_cmd,
         metrics_cmd,
         salient_cmd,
@@ -26,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Attack, guard and harden automatic NLG evaluators.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd, guard_cmd):
+    for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd, guard_cmd,
+                   harden_cmd):
         module.register(sub)
     # parsed by LightningCLI in main(); listed here so `robusteval --help` shows it
     sub.add_parser("train", help="LoRA fine-tuning of evaluators (robusteval train --help)", add_help=False)
