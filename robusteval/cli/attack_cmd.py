@@ -13,13 +13,20 @@ finished; ``--resume`` continues a killed run), ``summary.json`` and ``summary.m
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.cli.common import add_data_dir, load_config, load_metric, parse_options, provenance, slug
+from robusteval.cli.common import (
+    add_data_dir,
+    load_config,
+    load_metric,
+    parse_options,
+    print_listing,
+    provenance,
+    slug,
+    write_outputs,
+)
 from robusteval.errors import RobustevalError
-from robusteval.results import write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -113,13 +120,10 @@ def run(args: argparse.Namespace) -> int:
         log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget,
                           gold_metric=gold)
         summary = summarize(list(log))
-        write_json(out / "summary.json", {"victim": label, "dataset": dataset, "n_samples": len(samples),
-                                          "selection": cfg.get("select", "all"), "attacks": summary,
-                                          "victim_report": victim.report(), "provenance": provenance(cfg)})
-        md = summary_markdown(summary, f"{label} on {dataset}")
-        (out / "summary.md").write_text(md, encoding="utf-8")
-        print(md)
-        print(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'summary.md'}")
+        write_outputs(out, "summary", {"victim": label, "dataset": dataset, "n_samples": len(samples),
+                                       "selection": cfg.get("select", "all"), "attacks": summary,
+                                       "victim_report": victim.report(), "provenance": provenance(cfg)},
+                      summary_markdown(summary, f"{label} on {dataset}"), extra=[out / "results.jsonl"])
     return 0
 
 
@@ -127,9 +131,5 @@ def run_list(args: argparse.Namespace) -> int:
     from robusteval import attacks
 
     rows = [attacks.describe(n) for n in attacks.names()]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            print(f"{r['name']:<28} {r['family']:<16} {r['direction']}  {r['summary']}")
+    print_listing(rows, args.json, [("name", 28), ("family", 16), ("direction", 3), ("summary", 0)])
     return 0

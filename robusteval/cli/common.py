@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from robusteval.errors import RobustevalError
-from robusteval.results import JsonlLog
+from robusteval.results import JsonlLog, write_json
 from robusteval.types import Sample
 
 
@@ -123,3 +123,23 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
 
 def add_data_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="human-judgment data folder (default: $ROBUSTEVAL_DATA)")
+
+
+def write_outputs(out: Path, stem: str, report: dict[str, Any], markdown: str, extra: Sequence[Path] = ()) -> None:
+    """``<stem>.json`` and ``<stem>.md`` under ``out``; prints the Markdown and where it all went."""
+    write_json(out / f"{stem}.json", report)
+    (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
+    print(f"wrote {', '.join(str(p) for p in (*extra, out / f'{stem}.json'))} and {out / f'{stem}.md'}")
+
+
+def print_listing(rows: list[dict[str, Any]], as_json: bool, columns: Sequence[tuple[str, int]]) -> None:
+    """A registry listing: a JSON array, or one line per entry with the given column widths
+    (the last column unpadded)."""
+    import json
+
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        print(" ".join(f"{r.get(k) or '':<{w}}" if w else str(r.get(k) or "") for k, w in columns))

@@ -13,11 +13,10 @@ every computed suspicion in ``<out-dir>/suspicion.jsonl``; ``--resume`` reuses i
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.cli.common import add_data_dir, load_config, provenance
+from robusteval.cli.common import add_data_dir, load_config, print_listing, provenance, write_outputs
 from robusteval.errors import RobustevalError
 from robusteval.results import JsonlLog, write_json
 
@@ -116,11 +115,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     result["attack_results"] = list(args.attack_results)
     result["thresholds_file"] = args.thresholds
     result["provenance"] = provenance(cfg)
-    write_json(out / "evaluation.json", result)
-    md = evaluation_markdown(result)
-    (out / "evaluation.md").write_text(md, encoding="utf-8")
-    print(md)
-    print(f"wrote {out / 'evaluation.json'} and {out / 'evaluation.md'}")
+    write_outputs(out, "evaluation", result, evaluation_markdown(result))
     return 0
 
 
@@ -128,9 +123,5 @@ def run_list(args: argparse.Namespace) -> int:
     from robusteval import detectors
 
     rows = [detectors.info(n) for n in detectors.names()]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            print(f"{r['name']:<16} {r['family']:<10} {r['summary']}")
+    print_listing(rows, args.json, [("name", 16), ("family", 10), ("summary", 0)])
     return 0

@@ -20,9 +20,9 @@ from robusteval.cli.common import (
     provenance,
     score_with_log,
     slug,
+    write_outputs,
 )
 from robusteval.errors import RobustevalError
-from robusteval.results import write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,11 +102,7 @@ def run(args: argparse.Namespace) -> int:
     report = {"provenance": provenance(cfg or {"metrics": metrics_cfg, "datasets": datasets_cfg}),
               "n_boot": n_boot, "seed": seed, "datasets": datasets_cfg, "results": results,
               "metric_reports": reports}
-    write_json(out / "metaeval.json", report)
-    md = render_markdown(report)
-    (out / "metaeval.md").write_text(md, encoding="utf-8")
-    print(md)
-    print(f"wrote {out / 'metaeval.json'} and {out / 'metaeval.md'}")
+    write_outputs(out, "metaeval", report, render_markdown(report))
     return 0
 
 

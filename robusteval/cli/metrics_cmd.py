@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from robusteval.cli.common import print_listing
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,9 +26,5 @@ def run_list(args: argparse.Namespace) -> int:
                      "requires_reference": bool(getattr(cls, "requires_reference", False)),
                      "tasks": list(getattr(cls, "tasks", ())),
                      "summary": (cls.__doc__ or "").strip().splitlines()[0]})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            print(f"{r['name']:<14} {r['family'] or '':<10} {r['summary']}")
+    print_listing(rows, args.json, [("name", 14), ("family", 10), ("summary", 0)])
     return 0
