@@ -146,3 +146,18 @@ def test_best_per_context_selection() -> None:
     assert select(rows, "all") == rows
     with pytest.raises(ValueError, match="selection"):
         select(rows, "worst")
+
+
+def test_shipped_quickstart_datasets_load_without_a_data_folder(monkeypatch) -> None:
+    from robusteval import data
+
+    monkeypatch.delenv("ROBUSTEVAL_DATA", raising=False)
+    dlg, summ = data.load("quickstart-dialogue"), data.load("quickstart-summary")
+    assert (len(dlg), len(summ)) == (60, 36)
+    for samples in (dlg, summ):
+        assert all(1 <= s.human["overall"] <= 5 and s.reference and s.context for s in samples)
+        assert len({s.id for s in samples}) == len(samples)
+    by_context: dict[str, list[float]] = {}
+    for s in dlg:
+        by_context.setdefault(s.meta["context_id"], []).append(s.human["overall"])
+    assert len(by_context) == 20 and all(max(v) >= 4 and min(v) <= 2 for v in by_context.values())

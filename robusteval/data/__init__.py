@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from robusteval.data import fed, summeval, unieval_json, usr, xdial  # noqa: F401  (registration)
+from robusteval.data import fed, quickstart, summeval, unieval_json, usr, xdial  # noqa: F401  (registration)
 from robusteval.data.base import DATASETS, DatasetInfo, dataset_info
 from robusteval.data.generic import load_file
 from robusteval.errors import MissingResourceError
@@ -29,7 +29,12 @@ def info(name: str) -> DatasetInfo:
 
 
 def path_of(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
-    path = resolve_data_dir(data_dir) / dataset_info(name).path
+    rel = dataset_info(name).path
+    if rel.startswith(quickstart.PACKAGED):  # shipped with robusteval: no data folder needed
+        from robusteval.paths import resource
+
+        return resource(rel.removeprefix(quickstart.PACKAGED))
+    path = resolve_data_dir(data_dir) / rel
     if not path.is_file():
         raise MissingResourceError(f"dataset {name!r}: file {path} not found")
     return path
