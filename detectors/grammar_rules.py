@@ -119,8 +119,9 @@ def _agreement_error(subj: Any, verb: Any) -> bool:
 
 
 def _next_verbal(doc: Any, i: int) -> Any:
-    """The first token after ``i`` that is not an adverb or negation (None at the end)."""
-    for tok in doc[i + 1: i + 4]:
+    """The first of the next three tokens after ``i`` that is not an adverb or negation."""
+    for j in range(i + 1, min(i + 4, len(doc))):
+        tok = doc[j]
         if tok.pos_ in {"ADV", "PART"} and tok.lower_ != "to":
             continue
         return tok
@@ -164,7 +165,8 @@ def check_doc(doc: Any) -> list[tuple[str, int, str]]:
                 elif low in _PLUR_DET and tok.head.tag_ == "NN":
                     errors.append(("det_noun", tok.head.i, f"{tok.text!r} with singular {tok.head.text!r}"))
         # verb form after modals / do / to / have
-        after = _next_verbal(doc, tok.i)
+        trigger = tok.tag_ in {"MD", "TO"} or (tok.pos_ == "AUX" and tok.lemma_ in {"do", "have"})
+        after = _next_verbal(doc, tok.i) if trigger else None
         if after is not None and after.pos_ in {"VERB", "AUX"}:
             if (tok.tag_ == "MD" or (tok.lemma_ == "do" and tok.pos_ == "AUX")) and after.tag_ in {"VBZ", "VBD", "VBG"}:
                 errors.append(("verb_form", after.i, f"{after.text!r} after {tok.text!r} should be a base form"))
