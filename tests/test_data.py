@@ -161,3 +161,13 @@ def test_shipped_quickstart_datasets_load_without_a_data_folder(monkeypatch) -> 
     for s in dlg:
         by_context.setdefault(s.meta["context_id"], []).append(s.human["overall"])
     assert len(by_context) == 20 and all(max(v) >= 4 and min(v) <= 2 for v in by_context.values())
+
+
+def test_quickstart_loader_rejects_a_bad_rating(tmp_path) -> None:
+    from robusteval.data.quickstart import load_summaries
+    from robusteval.errors import DataFormatError
+
+    bad = tmp_path / "s.jsonl"
+    bad.write_text('{"id": "x", "source": "s", "reference": "r", "summaries": [["ok", 9]]}\n')
+    with pytest.raises(DataFormatError, match=r"line 1.*rating 1-5"):
+        load_summaries(bad)

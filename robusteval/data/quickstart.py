@@ -19,14 +19,24 @@ PACKAGED = "package:"
 OVERALL = {"overall": HumanScale(1, 5)}
 
 
-def _rated(path: Path, line: int, rec: dict, key: str) -> list[tuple[str, float]]:
-    out = []
-    for j, pair in enumerate(need(rec, key, path, line, list)):
-        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
-                and isinstance(pair[1], int | float) and 1 <= pair[1] <= 5):
-            raise DataFormatError(path, f"{key}[{j}] must be [text, rating 1-5]", line=line, field=key)
-        out.append((pair[0], float(pair[1])))
-    return out
+def _load(path: Path, dataset: str, task: str, candidates: str, id_key: str) -> list[Sample]:
+    """One sample per rated candidate; dialogues carry ``context`` turns, summaries a ``source``."""
+    samples = []
+    for line, rec in iter_jsonl(path):
+        rid = need(rec, "id", path, line)
+        context = (tuple(need(rec, "context", path, line, list)) if task == "dialogue"
+                   else (need(rec, "source", path, line),))
+        reference = need(rec, "reference", path, line)
+        for j, pair in enumerate(need(rec, candidates, path, line, list)):
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                    and isinstance(pair[1], int | float) and 1 <= pair[1] <= 5):
+                raise DataFormatError(path, f"{candidates}[{j}] must be [text, rating 1-5]", line=line,
+                                      field=candidates)
+            samples.append(Sample(id=f"{dataset}/{rid}/{j}", task=task, response=pair[0], context=context,
+                                  reference=reference, human={"overall": float(pair[1])},
+                                  meta={"dataset": dataset, id_key: rid,
+                                        "scales": {"overall": OVERALL["overall"].to_dict()}}))
+    return samples
 
 
 @register_dataset(DatasetInfo(
@@ -35,17 +45,7 @@ def _rated(path: Path, line: int, rec: dict, key: str) -> list[tuple[str, float]
     OVERALL, "robusteval (written for the quickstart)",
 ))
 def load_dialogues(path: Path) -> list[Sample]:
-    samples = []
-    for line, rec in iter_jsonl(path):
-        cid = need(rec, "id", path, line)
-        context = tuple(need(rec, "context", path, line, list))
-        for j, (text, rating) in enumerate(_rated(path, line, dict(rec), "responses")):
-            samples.append(Sample(id=f"quickstart-dialogue/{cid}/{j}", task="dialogue", response=text,
-                                  context=context, reference=need(rec, "reference", path, line),
-                                  human={"overall": rating},
-                                  meta={"dataset": "quickstart-dialogue", "context_id": cid,
-                                        "scales": {"overall": OVERALL["overall"].to_dict()}}))
-    return samples
+    return _load(path, "quickstart-dialogue", "dialogue", "responses", "context_id")
 
 
 @register_dataset(DatasetInfo(
@@ -54,13 +54,4 @@ def load_dialogues(path: Path) -> list[Sample]:
     OVERALL, "robusteval (written for the quickstart)",
 ))
 def load_summaries(path: Path) -> list[Sample]:
-    samples = []
-    for line, rec in iter_jsonl(path):
-        did = need(rec, "id", path, line)
-        for j, (text, rating) in enumerate(_rated(path, line, dict(rec), "summaries")):
-            samples.append(Sample(id=f"quickstart-summary/{did}/{j}", task="summarization", response=text,
-                                  context=(need(rec, "source", path, line),),
-                                  reference=need(rec, "reference", path, line), human={"overall": rating},
-                                  meta={"dataset": "quickstart-summary", "doc_id": did,
-                                        "scales": {"overall": OVERALL["overall"].to_dict()}}))
-    return samples
+    return _load(path, "quickstart-summary", "summarization", "summaries", "doc_id")
