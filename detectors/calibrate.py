@@ -13,11 +13,8 @@ for every detector and for the combination.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,31 +55,6 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
 
 
 # -- evaluation ----------------------------------------------------------------------------
-def read_attack_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows of an attack-runner ``results.jsonl`` and the dataset named in its summary.json."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.jsonl"
-    rows = []
-    with p.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                if n > 1 and not line.endswith("\n"):
-                    break  # a torn last line of a killed run
-                raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
-            for field in ("attack", "family", "sample_id", "adversarial", "applicable", "direction"):
-                if field not in row:
-                    raise DataFormatError(p, "not an attack-runner results file", line=n, field=field)
-            rows.append(row)
-    summary = p.with_name("summary.json")
-    dataset = json.loads(summary.read_text(encoding="utf-8")).get("dataset") if summary.is_file() else None
-    return rows, dataset
-
-
 def adversarial_samples(rows: Sequence[dict[str, Any]],
                         by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:
     """(row, sample with the adversarial response) for applicable rows, skipping fitting samples."""

@@ -73,15 +73,14 @@ class GuardedMetric(Metric):
         dets = ";".join(f"{d.name}[{d.signature()}]@{d.threshold:.6g}" for d in self.detectors)
         return f"{self.metric.reproducibility()}|guard={self.policy},penalty={self.penalty}|{dets}"
 
-    def screen(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:
-        """(suspicion [n, k], flags [n, k], per-detector analysis rows) for the detectors."""
-        rows = [d.analyze(samples) for d in self.detectors]
-        susp = np.array([[r["suspicion"] for r in col] for col in rows], dtype=float).T.reshape(len(samples), -1)
+    def screen(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """(suspicion [n, k], flags [n, k]) of the k detectors."""
+        susp = np.stack([d.detect(samples) for d in self.detectors], axis=1).reshape(len(samples), -1)
         thr = np.array([d.threshold for d in self.detectors], dtype=float)
-        return susp, susp >= thr, rows
+        return susp, susp >= thr
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
-        susp, flags, _ = self.screen(samples)
+        susp, flags = self.screen(samples)
         if self.policy == "reject" and flags.any():
             i = int(np.flatnonzero(flags.any(axis=1))[0])
             names = [d.name for d, f in zip(self.detectors, flags[i], strict=True) if f]

@@ -67,6 +67,24 @@ class JsonlLog:
         return len(self.rows)
 
 
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a JSONL file without modifying it: a torn last line (a killed writer) is
+    skipped, a corrupt line before the end is an error naming the line."""
+    p = Path(path)
+    rows = []
+    lines = p.read_bytes().splitlines(keepends=True)
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if n == len(lines) and not line.endswith(b"\n"):
+                break
+            raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
+    return rows
+
+
 def _jsonable(obj: Any) -> Any:
     import numpy as np
 

@@ -52,7 +52,7 @@ def test_attack_rows_carry_the_guard_flags(tmp_path) -> None:
     assert rows["generic-hello"]["meta"]["guard"]["original"]["flagged"] == []
 
 
-def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys) -> None:
+def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys, monkeypatch) -> None:
     dets = "nonalnum,speaker_tag,generic,judge_injection,context_copy"
     common = ["--data-dir", str(data_dir), "--detectors", dets, "--clean", "dailydialog-good,usr-topicalchat-ground-truth"]
     assert main(["guard", "calibrate", *common, "--target-fpr", "0.05", "--out-dir", str(tmp_path / "g")]) == 0
@@ -77,8 +77,15 @@ def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys) 
     assert table["detectors"]["generic"]["never_fires"] is True
     assert by_attack["context_copy"]["previous-utterance"]["rate"] == 1.0
     assert ev["false_positive_rate"]["combined"]["dailydialog-good"]["rate"] <= 0.1
-    # a resumed evaluation reuses every suspicion instead of recomputing it
+    # a resumed evaluation reuses every suspicion instead of recomputing it: no detector runs
+    from robusteval.detectors.base import Detector
+
+    def no_rerun(self, samples):
+        raise AssertionError(f"{self.name} recomputed {len(samples)} suspicions on resume")
+
     n = len((tmp_path / "e" / "suspicion.jsonl").read_text().splitlines())
+    monkeypatch.setattr(Detector, "detect", no_rerun)
     assert main(["guard", "evaluate", *common, "--thresholds", str(tmp_path / "g" / "thresholds.json"),
                  "--attack-results", str(tmp_path / "a"), "--out-dir", str(tmp_path / "e"), "--resume"]) == 0
     assert len((tmp_path / "e" / "suspicion.jsonl").read_text().splitlines()) == n
+    assert json.loads((tmp_path / "e" / "evaluation.json").read_text())["detection_by_attack"] == by_attack

@@ -18,7 +18,7 @@ import torch
 from robusteval.training.base import EvaluatorModule
 
 from robusteval.errors import RobustevalError
-from robusteval.metrics.unieval import PROMPTS, fields_for
+from robusteval.metrics.unieval import PROMPTS, fields_for, yes_probability
 from robusteval.types import Sample
 
 
@@ -75,12 +75,7 @@ class BoolQAModule(EvaluatorModule):
     def predict(self, samples: list[Sample]) -> torch.Tensor:
         enc = self.tokenizer(self.inputs(samples), max_length=self.max_length, truncation=True, padding=True,
                              return_tensors="pt").to(self.device)
-        start = self.model.config.decoder_start_token_id
-        dec = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long, device=self.device)
-        logits = self.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                            decoder_input_ids=dec).logits[:, 0, :].float()
-        pair = torch.log_softmax(logits[:, [self.yes, self.no]], dim=-1)  # P(Yes) renormalized over {Yes, No}
-        return pair[:, 0].exp()
+        return yes_probability(self.model, enc["input_ids"], enc["attention_mask"], self.yes, self.no)
 
     def point_loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """A probability against a soft target: binary cross-entropy."""

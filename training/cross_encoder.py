@@ -24,8 +24,8 @@ from robusteval.metrics.cross_encoder import (
     POE_CONVENTIONS,
     ScorerConfig,
     build_scorer_module,
-    encode_pairs,
     load_scorer,
+    quality,
 )
 from robusteval.paths import minilm_dir
 from robusteval.types import Sample
@@ -108,11 +108,7 @@ class CrossEncoderModule(EvaluatorModule):
         self.tokenizer = AutoTokenizer.from_pretrained(self.cfg.base_model)
 
     def predict(self, samples: list[Sample]) -> torch.Tensor:
-        enc = encode_pairs(self.tokenizer, [self.cfg.turn_separator.join(s.context) for s in samples],
-                           [s.response for s in samples], self.cfg)
-        logits = self.scorer(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
-        p = torch.sigmoid(logits.float())
-        return 1.0 - p if self.cfg.invert else p
+        return quality(self.scorer, self.tokenizer, self.cfg, samples, self.device)
 
     def export(self, folder: str | Path) -> Path:
         from safetensors.torch import save_file

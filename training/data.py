@@ -21,16 +21,15 @@ and context, so no context leaks across splits. ``test_datasets`` are held out e
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
+from robusteval.attacks.runner import fooled, read_results
 from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.types import Sample
 
@@ -83,24 +82,6 @@ def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: f
     return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
 
 
-def read_adversarial(path: str | Path) -> tuple[list[dict[str, Any]], str]:
-    """Rows of an attack-runner results file and the dataset its summary.json names."""
-    p = Path(path)
-    p = p / "results.jsonl" if p.is_dir() else p
-    summary = p.with_name("summary.json")
-    if not summary.is_file():
-        raise DataFormatError(p, "no summary.json beside the results (it names the dataset)")
-    dataset = json.loads(summary.read_text(encoding="utf-8"))["dataset"]
-    rows = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
-    return rows, dataset
-
-
 def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
                adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
                data_dir: str | None, limit: int | None) -> Pool:
@@ -127,12 +108,14 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
                     continue
                 pool.items[split].append(Item(s, t, "human", name))
     for path in adversarial:
-        rows, name = read_adversarial(path)
+        rows, name = read_results(path)
+        if name is None:
+            raise DataFormatError(path, "no summary.json beside the results (it names the dataset)")
         by_id = {s.id: s for s in load(name, None)}  # attacks may come from samples past ``limit``
         for r in rows:
             if not r.get("applicable") or not r.get("adversarial") or r.get("meta", {}).get("fitting_sample"):
                 continue
-            if only_successful and not any(bool(v) for v in (r.get("success") or {}).values()):
+            if only_successful and not fooled(r):
                 continue
             base = by_id.get(r["sample_id"])
             if base is None:

@@ -76,9 +76,8 @@ def asr_by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
            data_dir: str | None = None) -> dict[str, Any]:
-    from robusteval import data, metrics
-    from robusteval.attacks.runner import run_attacks, summarize
-    from robusteval.cli.attack_cmd import select_attacks
+    from robusteval import attacks, data, metrics
+    from robusteval.attacks.runner import fooled, run_attacks, summarize
     from robusteval.data.select import select
 
     out = Path(out_dir)
@@ -101,7 +100,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     splits = split_samples(samples, dataset, {**data_args, "seed": data_args.get("seed", 0)})
     train_pool = splits["train"][: acfg.get("train_limit")]
     test_pool = splits["test"][: acfg.get("test_limit")]
-    all_attacks = select_attacks(acfg["attacks"], seed, acfg.get("attack_options"))
+    all_attacks = attacks.select(acfg["attacks"], seed, acfg.get("attack_options"))
     train_attacks = [a for a in all_attacks if a.family not in held_out]
     budget = int(acfg.get("budget", 100))
     state_path = out / "harden.json"
@@ -111,6 +110,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     for k in range(len(state["rounds"]), rounds + 1):
         folder = out / f"round_{k}"
         added: list[str] = []
+        n_fooled = 0
         if k > 0:  # attack the current evaluator on train contexts; keep what fooled it
             victim = metrics.load("cross-encoder", checkpoint=init)
             log = run_attacks(train_pool, train_attacks, victim, folder / "train_attacks" / "results.jsonl",
@@ -118,6 +118,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
             write_json(folder / "train_attacks" / "summary.json", {"dataset": dataset, "attacks": summarize(list(log))})
             adversarial.append(str(folder / "train_attacks"))
             added = [str(folder / "train_attacks")]
+            n_fooled = sum(fooled(r) for r in log)
         export, test_metrics = train_round(folder, model_args,
                                            {**data_args, "adversarial": list(adversarial), "only_successful": True},
                                            epochs if k == 0 else round_epochs, init)
@@ -127,22 +128,13 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
         rows = list(log)
         write_json(folder / "test_attacks" / "summary.json", {"dataset": dataset, "attacks": summarize(rows)})
         state["rounds"].append({"round": k, "export": export, "adversarial_added": added,
-                                "train_examples_from_attacks": _successes(added),
+                                "train_examples_from_attacks": n_fooled,
                                 "test_asr": asr_by_family(rows),
                                 "test_metrics": test_metrics})
         write_json(state_path, {**state, "held_out_families": sorted(held_out), "config": cfg})
         (out / "harden.md").write_text(markdown(state, held_out), encoding="utf-8")
         init = export
     return state
-
-
-def _successes(paths: list[str]) -> int:
-    n = 0
-    for p in paths:
-        for line in (Path(p) / "results.jsonl").read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            n += int(bool(r.get("applicable")) and any(bool(v) for v in (r.get("success") or {}).values()))
-    return n
 
 
 def markdown(state: dict[str, Any], held_out: set[str]) -> str:

@@ -19,9 +19,10 @@ from robusteval.attacks import (  # noqa: F401  (registration)
 )
 from robusteval.attacks.base import Attack, AttackResult, Perturbation
 from robusteval.attacks.registry import ATTACKS, register_attack
+from robusteval.errors import UnknownNameError
 
 __all__ = ["ATTACKS", "Attack", "AttackResult", "Perturbation", "describe", "load", "names",
-           "register_attack"]
+           "register_attack", "select"]
 
 
 def names() -> list[str]:
@@ -34,3 +35,26 @@ def load(name: str, **options: Any) -> Attack:
 
 def describe(name: str) -> dict[str, Any]:
     return ATTACKS.get(name)().describe()
+
+
+def select(spec: str | list[str], seed: int = 0, options: dict[str, dict[str, Any]] | None = None) -> list[Attack]:
+    """Attacks named by ``spec`` (comma-separated string or list of names, ``family:<family>``
+    or ``all``), built with ``seed``; ``options`` maps an attack name to its constructor options."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    chosen: list[str] = []
+    for item in (i.strip() for i in items if i.strip()):
+        if item == "all":
+            chosen += names()
+        elif item.startswith("family:"):
+            fam = item.split(":", 1)[1]
+            found = [n for n in names() if ATTACKS.info(n)["family"] == fam]
+            if not found:
+                raise UnknownNameError(f"no attack of family {fam!r}")
+            chosen += found
+        else:
+            ATTACKS.get(item)
+            chosen.append(item)
+    options = options or {}
+    for name in options:
+        ATTACKS.get(name)  # a typo in attack_options is an error, not a silent no-op
+    return [load(n, **{"seed": seed, **(options.get(n) or {})}) for n in dict.fromkeys(chosen)]

@@ -13,10 +13,34 @@ import numpy as np
 from robusteval.attacks.base import Attack
 from robusteval.attacks.criteria import Criteria, victim_aspect
 from robusteval.attacks.victim import CachedVictim
-from robusteval.results import JsonlLog, write_json
+from robusteval.errors import DataFormatError
+from robusteval.results import JsonlLog, read_jsonl, write_json
 from robusteval.types import Sample
 
 CRITERIA = ("gold", "beats_reference", "expectation")
+
+
+RESULT_FIELDS = ("attack", "family", "sample_id", "adversarial", "applicable", "direction")
+
+
+def read_results(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
+    """Rows of a ``results.jsonl`` written by :func:`run_attacks` (or its folder) and the
+    dataset named by the ``summary.json`` beside it (None when there is none)."""
+    p = Path(path)
+    p = p / "results.jsonl" if p.is_dir() else p
+    rows = read_jsonl(p)
+    for n, row in enumerate(rows, 1):
+        missing = [f for f in RESULT_FIELDS if f not in row]
+        if missing:
+            raise DataFormatError(p, "not an attack-runner results file", line=n, field=missing[0])
+    summary = p.with_name("summary.json")
+    dataset = json.loads(summary.read_text(encoding="utf-8")).get("dataset") if summary.is_file() else None
+    return rows, dataset
+
+
+def fooled(row: dict[str, Any]) -> bool:
+    """True when an applicable result succeeded under at least one criterion."""
+    return bool(row.get("applicable")) and any(bool(v) for v in (row.get("success") or {}).values())
 
 
 def result_key(attack: str, sample_id: str) -> str:

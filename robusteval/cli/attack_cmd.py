@@ -50,30 +50,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     ll.set_defaults(func=run_list)
 
 
-def select_attacks(spec: str | list[str], seed: int, options: dict[str, dict[str, Any]] | None = None) -> list[Any]:
-    """Attacks named by ``spec``; ``options`` maps an attack name to its constructor options."""
-    from robusteval import attacks
-
-    items = spec.split(",") if isinstance(spec, str) else list(spec)
-    chosen: list[str] = []
-    for item in (i.strip() for i in items if i.strip()):
-        if item == "all":
-            chosen += attacks.names()
-        elif item.startswith("family:"):
-            fam = item.split(":", 1)[1]
-            found = [n for n in attacks.names() if attacks.ATTACKS.info(n)["family"] == fam]
-            if not found:
-                raise RobustevalError(f"no attack of family {fam!r}")
-            chosen += found
-        else:
-            attacks.ATTACKS.get(item)
-            chosen.append(item)
-    options = options or {}
-    for name in options:
-        attacks.ATTACKS.get(name)  # a typo in attack_options is an error, not a silent no-op
-    return [attacks.load(n, **{"seed": seed, **(options.get(n) or {})}) for n in dict.fromkeys(chosen)]
-
-
 def _victims(args: argparse.Namespace, cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """One victim from flags / ``victim:``, or several from ``victims:`` (each gets a subfolder)."""
     if args.metric:
@@ -88,7 +64,7 @@ def _victims(args: argparse.Namespace, cfg: dict[str, Any]) -> list[dict[str, An
 
 
 def run(args: argparse.Namespace) -> int:
-    from robusteval import data, metrics
+    from robusteval import attacks, data, metrics
     from robusteval.attacks.runner import run_attacks, summarize, summary_markdown
     from robusteval.data.select import select
 
@@ -102,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         metrics.info(v["name"])
     seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
     budget = args.budget if args.budget is not None else int(cfg.get("budget", 300))
-    chosen = select_attacks(spec, seed, cfg.get("attack_options"))
+    chosen = attacks.select(spec, seed, cfg.get("attack_options"))
     samples = select(data.load(dataset, args.data_dir or cfg.get("data_dir")), cfg.get("select", "all"),
                      cfg.get("select_aspect"))
     limit = args.limit if args.limit is not None else cfg.get("limit")

@@ -94,7 +94,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from robusteval import data, detectors
-    from robusteval.detectors.calibrate import adversarial_samples, evaluate, evaluation_markdown, read_attack_rows
+    from robusteval.attacks.runner import read_results
+    from robusteval.detectors.calibrate import adversarial_samples, evaluate, evaluation_markdown
 
     cfg = load_config(args.config)
     if not args.attack_results:
@@ -102,7 +103,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     dets = detectors.resolve(_detector_specs(args, cfg), args.thresholds)
     attacked: list[Any] = []
     for path in args.attack_results:
-        rows, dataset = read_attack_rows(path)
+        rows, dataset = read_results(path)
         dataset = args.dataset or dataset
         if not dataset:
             raise RobustevalError(f"{path}: no summary.json names the dataset; pass --dataset")

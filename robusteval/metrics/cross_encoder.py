@@ -104,6 +104,18 @@ def encode_pairs(tokenizer: Any, contexts: Sequence[str], responses: Sequence[st
     return {"input_ids": ids, "attention_mask": mask}
 
 
+def quality(module: Any, tokenizer: Any, cfg: ScorerConfig, samples: Sequence[Sample], device: Any) -> Any:
+    """The scorer's quality in [0, 1] (higher is better) for ``samples``, as a tensor with
+    gradients: sigmoid of the head, inverted under PoE's convention. The metric and the
+    training module both call this, so training optimizes exactly what the metric reports."""
+    import torch
+
+    enc = encode_pairs(tokenizer, [cfg.turn_separator.join(s.context) for s in samples],
+                       [s.response for s in samples], cfg)
+    p = torch.sigmoid(module(enc["input_ids"].to(device), enc["attention_mask"].to(device)).float())
+    return 1.0 - p if cfg.invert else p
+
+
 def _read_state_dict(folder: Path) -> dict[str, Any]:
     from safetensors.torch import load_file
 
@@ -214,7 +226,7 @@ class _CrossEncoderMetric(Metric):
         self.device = device
         self.model_calls = 0
 
-    def probabilities(self, samples: Sequence[Sample]) -> np.ndarray:
+    def _score(self, samples: list[Sample]) -> np.ndarray:
         import torch
 
         order = sorted(range(len(samples)), key=lambda i: len(samples[i].response) +
@@ -222,18 +234,11 @@ class _CrossEncoderMetric(Metric):
         out = np.zeros(len(samples))
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            enc = encode_pairs(self.tokenizer,
-                               [self.config.turn_separator.join(samples[i].context) for i in idx],
-                               [samples[i].response for i in idx], self.config)
             with torch.no_grad():
-                logits = self.module(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
+                q = quality(self.module, self.tokenizer, self.config, [samples[i] for i in idx], self.device)
             self.model_calls += 1
-            out[idx] = torch.sigmoid(logits.float()).cpu().numpy()
-        return out
-
-    def _score(self, samples: list[Sample]) -> np.ndarray:
-        p = self.probabilities(samples)
-        return 100.0 * ((1.0 - p) if self.config.invert else p)
+            out[idx] = q.cpu().numpy()
+        return 100.0 * out
 
     def signature(self) -> str:
         return f"checkpoint={self.checkpoint}|{json.dumps(asdict(self.config), sort_keys=True)}"

@@ -59,6 +59,17 @@ def fields_for(sample: Sample, task: str) -> dict[str, str]:
     return {"source": source, "reference": sample.reference or "", "fact": sample.fact or ""}
 
 
+def yes_probability(model: Any, input_ids: Any, attention_mask: Any, yes: int, no: int) -> Any:
+    """P(Yes) / (P(Yes) + P(No)) at the first decoder step (a tensor with gradients); UniEval's
+    score, shared by the metric and the Boolean-QA training module."""
+    import torch
+
+    start = model.config.decoder_start_token_id
+    dec = torch.full((input_ids.shape[0], 1), start, dtype=torch.long, device=input_ids.device)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=dec).logits[:, 0, :]
+    return torch.softmax(logits.float()[:, [yes, no]], dim=-1)[:, 0]
+
+
 def build_inputs(task: str, dimension: str, samples: Sequence[Sample]) -> tuple[list[str], list[int]]:
     """Boolean-QA inputs for one dimension and the number of inputs per sample."""
     spec = PROMPTS[task][dimension]
@@ -134,19 +145,14 @@ class UniEval(Metric):
         import torch
 
         tok, model, yes, no = self._model_for(task)
-        start = model.config.decoder_start_token_id
         out = []
         for i in range(0, len(inputs), self.batch_size):
             enc = tok(list(inputs[i:i + self.batch_size]), max_length=self.max_length,
                       truncation=True, padding=True, return_tensors="pt").to(self.device)
-            dec = torch.full((enc["input_ids"].shape[0], 1), start, dtype=torch.long, device=self.device)
             with torch.no_grad():
-                logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                               decoder_input_ids=dec).logits[:, 0, :]
+                p = yes_probability(model, enc["input_ids"], enc["attention_mask"], yes, no)
             self.model_calls += 1
-            probs = torch.softmax(logits.float(), dim=-1)
-            p_yes, p_no = probs[:, yes], probs[:, no]
-            out.append((p_yes / (p_yes + p_no)).cpu().numpy())
+            out.append(p.cpu().numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
     def _task_of(self, sample: Sample) -> str:
