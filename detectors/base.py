@@ -8,7 +8,9 @@ to a target false-positive rate (saved as JSON, loaded with ``thresholds=``).
 Shared behaviour lives here so every detector treats odd input the same way: an empty or
 whitespace-only response gets suspicion 1.0 (there is nothing to evaluate; a sound metric
 should not reward it) and is *counted* in :meth:`Detector.report`; NaN is an error; values
-are clipped to [0, 1].
+are clipped to [0, 1]. Each detector remembers its last 100,000 analyses (keyed by everything
+a detector may read from a sample), so text scored again (an original under a second variant,
+a search attack's repeated candidate) is not analyzed twice.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,30 +52,49 @@ class Detector(ABC):
         self.threshold = float(self.default_threshold if threshold is None else threshold)
         self.threshold_source = "default" if threshold is None else "argument"
         self.fallbacks: Counter[str] = Counter()
+        self._memo: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
+        self.memo_hits = 0
+
+    MEMO_SIZE: ClassVar[int] = 100_000
+
+    @staticmethod
+    def _memo_key(s: Sample) -> Hashable:
+        return (s.response, s.context, s.reference, s.references, s.fact, s.answer)
 
     # -- public API ---------------------------------------------------------------------
     def analyze(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
         """Per sample: ``suspicion`` in [0, 1] plus the raw features behind it."""
         samples = list(samples)
         out: list[dict[str, Any] | None] = [None] * len(samples)
-        todo: list[int] = []
+        todo: dict[Hashable, list[int]] = {}
         for i, s in enumerate(samples):
             if not s.response or not s.response.strip():
                 self.fallbacks["empty_response"] += 1
                 out[i] = {"suspicion": 1.0, "empty": True}
+                continue
+            key = self._memo_key(s)
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                out[i] = dict(self._memo[key])
+                self.memo_hits += 1
             else:
-                todo.append(i)
+                todo.setdefault(key, []).append(i)
         if todo:
-            rows = self._analyze([samples[i] for i in todo])
-            if len(rows) != len(todo):
-                raise RobustevalError(f"detector {self.name} returned {len(rows)} rows for {len(todo)} samples")
-            for i, row in zip(todo, rows, strict=True):
+            first = [idx[0] for idx in todo.values()]
+            rows = self._analyze([samples[i] for i in first])
+            if len(rows) != len(first):
+                raise RobustevalError(f"detector {self.name} returned {len(rows)} rows for {len(first)} samples")
+            for (key, idx), row in zip(todo.items(), rows, strict=True):
                 s = float(row["suspicion"])
                 if not np.isfinite(s):
                     raise RobustevalError(f"detector {self.name} produced a non-finite suspicion "
-                                          f"for sample {samples[i].id!r}")
+                                          f"for sample {samples[idx[0]].id!r}")
                 row["suspicion"] = min(1.0, max(0.0, s))
-                out[i] = row
+                self._memo[key] = row
+                for i in idx:
+                    out[i] = dict(row)
+            while len(self._memo) > self.MEMO_SIZE:
+                self._memo.popitem(last=False)
         return [r for r in out if r is not None]
 
     def detect(self, samples: Sequence[Sample]) -> np.ndarray:

@@ -6,7 +6,10 @@ Each set is built from the human-judgment data (``ROBUSTEVAL_DATA``), never copi
   article as context and the document's *other* references as references (a human summary
   checked against human summaries, as a system summary would be);
 * ``dailydialog-good`` — DailyDialog-Zhao responses rated >= 4 overall (1-5);
-* ``usr-topicalchat-ground-truth`` — the original Topical-Chat ground-truth responses of USR.
+* ``usr-topicalchat-ground-truth`` — the original Topical-Chat ground-truth responses of USR;
+* ``quickstart-references`` — the reference replies and summaries of robusteval's own
+  quickstart datasets and their candidates rated 5 of 5 (package data, so the offline
+  quickstart needs no data folder), with their dialogue context or source paragraph.
 
 Samples are split in two by a hash of their id (stable across runs and orderings):
 ``calibration`` fits thresholds, ``heldout`` measures false-positive rates.
@@ -61,6 +64,22 @@ def _usr_gt(data_dir: Path | None) -> list[Sample]:
     from robusteval import data
 
     return [s for s in data.load("usr-topicalchat", data_dir) if s.meta.get("system_id") == "Original Ground Truth"]
+
+
+@_clean_set("quickstart-references")
+def _quickstart_refs(data_dir: Path | None) -> list[Sample]:
+    from robusteval import data
+
+    out: dict[str, Sample] = {}
+    for name in ("quickstart-dialogue", "quickstart-summary"):
+        for s in data.load(name):
+            key = f"{name}/ref/{s.id.split('/')[1]}"
+            if key not in out and s.reference:
+                out[key] = Sample(id=key, task=s.task, context=s.context, response=s.reference,
+                                  meta={"dataset": name, "clean": "human reference"})
+            if s.human.get("overall") == 5.0:
+                out[s.id] = s
+    return list(out.values())
 
 
 def in_heldout(sample_id: str) -> bool:

@@ -84,7 +84,7 @@ def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: f
 
 def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
                adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
-               data_dir: str | None, limit: int | None) -> Pool:
+               data_dir: str | None, limit: int | None, adversarial_families: list[str] | None = None) -> Pool:
     from robusteval import data
 
     pool = Pool()
@@ -116,6 +116,8 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
             if not r.get("applicable") or not r.get("adversarial") or r.get("meta", {}).get("fitting_sample"):
                 continue
             if only_successful and not fooled(r):
+                continue
+            if adversarial_families is not None and r["family"] not in adversarial_families:
                 continue
             base = by_id.get(r["sample_id"])
             if base is None:
@@ -195,6 +197,7 @@ class ScoringDataModule(pl.LightningDataModule):
         test_datasets: held out entirely (zero-shot test sets).
         adversarial: attack-runner results files or folders.
         only_successful: keep only adversarial examples that fooled the attacked victim.
+        adversarial_families: keep only adversarial examples of these attack families (default: all).
         adv_low_target: target of an R- adversarial example.
         negatives: negative samples (responses of other contexts) per human sample.
         val_fraction: share of contexts for validation.
@@ -206,7 +209,8 @@ class ScoringDataModule(pl.LightningDataModule):
     """
 
     def __init__(self, datasets: list[str] | None = None, test_datasets: list[str] | None = None,
-                 adversarial: list[str] | None = None, only_successful: bool = False, adv_low_target: float = 0.0,
+                 adversarial: list[str] | None = None, only_successful: bool = False,
+                 adversarial_families: list[str] | None = None, adv_low_target: float = 0.0,
                  negatives: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.2, batch_size: int = 16,
                  seed: int = 0, data_dir: str | None = None, limit: int | None = None) -> None:
         super().__init__()
@@ -224,7 +228,8 @@ class ScoringDataModule(pl.LightningDataModule):
             self.pool = build_pool(self.datasets, self.test_datasets, self.adversarial,
                                    only_successful=h.only_successful, adv_low_target=h.adv_low_target,
                                    negatives=h.negatives, val_fraction=h.val_fraction,
-                                   test_fraction=h.test_fraction, seed=h.seed, data_dir=h.data_dir, limit=h.limit)
+                                   test_fraction=h.test_fraction, seed=h.seed, data_dir=h.data_dir, limit=h.limit,
+                                   adversarial_families=h.adversarial_families)
             if not self.pool.items["train"] and stage in (None, "fit"):
                 raise RobustevalError(f"no training examples from {self.datasets}")
 

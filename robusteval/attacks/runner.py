@@ -43,6 +43,16 @@ def fooled(row: dict[str, Any]) -> bool:
     return bool(row.get("applicable")) and any(bool(v) for v in (row.get("success") or {}).values())
 
 
+def yardstick(sample: Sample, victim_metric: Any) -> str:
+    """The text an R- result must score at least as high as to "beat the reference": the
+    sample's reference, or the original response when there is none -- and also when the victim
+    compares responses *with* the reference (BLEU, ROUGE, BERTScore against references), which
+    would score the reference against itself and make the test unwinnable."""
+    against_reference = bool(getattr(victim_metric, "requires_reference", False)) and \
+        getattr(victim_metric, "against", "reference") == "reference"
+    return sample.response if against_reference else (sample.reference or sample.response)
+
+
 def result_key(attack: str, sample_id: str) -> str:
     return f"{attack}|{sample_id}"
 
@@ -74,7 +84,8 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     soon as it is done. With ``resume`` finished rows are kept and not recomputed.
 
     The beats-reference criterion compares with the sample's reference when it has one and
-    with the original (human) response otherwise, as Vasselli & Watanabe do. Attacks that
+    with the original (human) response otherwise, as Vasselli & Watanabe do (see
+    :func:`yardstick` for reference-based victims). Attacks that
     need fitting are fitted on ``fit_on`` (default: the first ``fit_size`` samples, whose
     rows are then marked ``fitting_sample`` and left out of the ASR summary).
     """
@@ -102,7 +113,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
         before, reference_score = (float(v) for v in victim.score(
-            sample, [sample.response, sample.reference or sample.response]))
+            sample, [sample.response, yardstick(sample, victim_metric)]))
         gold_before = gold.score_one(sample, sample.response) if gold else None
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below

@@ -96,7 +96,9 @@ class WordNetCandidates:
         self.name = "textattack.WordSwapWordNet"
 
     def __call__(self, text: Any, index: int) -> list[Any]:
-        out = self.transformation(text, indices_to_modify={index})
+        # textattack collects WordNet synonyms in a set, whose order changes with the process's
+        # string-hash seed: sort, so the same seed gives the same attack in every process
+        out = sorted(self.transformation(text, indices_to_modify={index}), key=lambda t: t.text)
         return out[: self.max_candidates]
 
 

@@ -12,6 +12,7 @@ from robusteval.errors import RobustevalError
 def build_parser() -> argparse.ArgumentParser:
     from robusteval.cli import (
         attack_cmd,
+        compare_cmd,
         data_cmd,
         guard_cmd,
         harden_cmd,
@@ -28,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (setup_cmd, data_cmd, metrics_cmd, score_cmd, metaeval_cmd, attack_cmd, salient_cmd, guard_cmd,
-                   harden_cmd):
+                   harden_cmd, compare_cmd):
         module.register(sub)
     # parsed by LightningCLI in main(); listed here so `robusteval --help` shows it
     sub.add_parser("train", help="LoRA fine-tuning of evaluators (robusteval train --help)", add_help=False)

@@ -1,0 +1,193 @@
+"""The ``compare`` config: suites of (dataset, attacks, victims), a guard, a seed.
+
+Schema (YAML; ``docs/compare.md`` has the annotated version)::
+
+    name: quickstart            # shown in the report
+    seed: 0                     # attacks, splits, training, bootstrap
+    budget: 60                  # victim queries per search attack
+    n_boot: 200                 # bootstrap resamples for correlation CIs
+    guard:                      # the input-sanitization defense
+      detectors: [nonalnum, {name: gec, options: {backend: builtin}}, ...]
+      policy: floor             # flag | penalize | floor | reject
+      thresholds: path.json     # calibrated thresholds, or:
+      calibrate: {clean: [quickstart-references], target_fpr: 0.05, combined: true}
+      fpr_sets: [...]           # clean sets whose held-out half measures false positives
+    suites:
+      - name: dialogue
+        dataset: quickstart-dialogue
+        select: best-per-context
+        split: {val_fraction: 0.1, test_fraction: 0.4}   # contexts; attacks use the test split
+        attacks: [family:dialogue-rules, textfooler-neg]
+        adaptive: [textfooler-neg]   # default: every attack that queries the victim
+        attack_options: {}
+        correlation: [quickstart-dialogue]   # the test split of the dataset; other names zero-shot
+        victims:
+          - name: cross-encoder
+            label: MiniLM cross-encoder
+            train: {...}        # learned victims: see TrainSpec
+          - name: rougeL
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from robusteval.errors import RobustevalError
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RobustevalError(f"compare config: {where} must be a mapping")
+    return dict(value)
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RobustevalError(f"compare config: {where} must be a list of names")
+    return list(value)
+
+
+def _check_keys(block: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = set(block) - allowed
+    if unknown:
+        raise RobustevalError(f"compare config: unknown key(s) {sorted(unknown)} in {where}; "
+                              f"allowed: {', '.join(sorted(allowed))}")
+
+
+@dataclass
+class TrainSpec:
+    """How a learned victim is trained: a base model on human judgments (round 0), then the
+    *trained* variant on top of it with the adversarial examples that fooled the base on train
+    contexts; ``generalization`` families get one extra model each, trained on that family's
+    examples alone (the generalization matrix)."""
+
+    model: dict[str, Any] = field(default_factory=dict)  # CrossEncoderModule arguments
+    data: dict[str, Any] = field(default_factory=dict)  # ScoringDataModule arguments
+    epochs: int = 3
+    round_epochs: int = 2
+    attacks: list[str] = field(default_factory=list)  # training attacks; default: the suite's minus held_out
+    held_out: list[str] = field(default_factory=list)  # families never trained on
+    train_limit: int | None = None  # train contexts attacked for adversarial examples
+    generalization: list[str] = field(default_factory=list)
+    checkpoint: str | None = None  # start from this trained base instead of training round 0
+
+    KEYS = {"model", "data", "epochs", "round_epochs", "attacks", "held_out", "train_limit", "generalization",
+            "checkpoint"}
+
+
+@dataclass
+class VictimSpec:
+    name: str
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    train: TrainSpec | None = None
+
+
+@dataclass
+class SuiteSpec:
+    name: str
+    dataset: str
+    attacks: list[str]
+    victims: list[VictimSpec]
+    select: str = "best-per-context"
+    select_aspect: str | None = None
+    limit: int | None = None
+    split: dict[str, float] = field(default_factory=lambda: {"val_fraction": 0.1, "test_fraction": 0.2})
+    adaptive: list[str] | None = None
+    attack_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    correlation: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GuardSpec:
+    detectors: list[Any]
+    policy: str = "floor"
+    penalty: float = 0.5
+    thresholds: str | None = None
+    calibrate: dict[str, Any] = field(default_factory=dict)
+    fpr_sets: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompareConfig:
+    name: str
+    suites: list[SuiteSpec]
+    guard: GuardSpec
+    seed: int = 0
+    budget: int = 60
+    n_boot: int = 200
+    data_dir: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def parse(raw: dict[str, Any]) -> CompareConfig:
+    """Validate a compare config (see the module docstring); errors name the offending key."""
+    top = _mapping(raw, "the top level")
+    _check_keys(top, {"name", "seed", "budget", "n_boot", "guard", "suites", "data_dir"}, "the top level")
+    g = _mapping(top.get("guard"), "guard")
+    _check_keys(g, {"detectors", "policy", "penalty", "thresholds", "calibrate", "fpr_sets"}, "guard")
+    if not g.get("detectors"):
+        raise RobustevalError("compare config: guard.detectors is required (the defense being compared)")
+    if not g.get("thresholds") and not g.get("calibrate"):
+        raise RobustevalError("compare config: guard needs thresholds: <file> or calibrate: {clean: [...]}")
+    cal = _mapping(g.get("calibrate"), "guard.calibrate")
+    _check_keys(cal, {"clean", "target_fpr", "combined"}, "guard.calibrate")
+    if cal and not cal.get("clean"):
+        raise RobustevalError("compare config: guard.calibrate needs clean: [clean set names]")
+    guard = GuardSpec(detectors=list(g["detectors"]), policy=str(g.get("policy", "floor")),
+                      penalty=float(g.get("penalty", 0.5)), thresholds=g.get("thresholds"), calibrate=cal,
+                      fpr_sets=_strings(g.get("fpr_sets") or cal.get("clean"), "guard.fpr_sets"))
+    suites = []
+    for i, s in enumerate(top.get("suites") or []):
+        where = f"suites[{i}]"
+        s = _mapping(s, where)
+        _check_keys(s, {"name", "dataset", "attacks", "victims", "select", "select_aspect", "limit", "split",
+                        "adaptive", "attack_options", "correlation"}, where)
+        for need in ("name", "dataset", "attacks", "victims"):
+            if not s.get(need):
+                raise RobustevalError(f"compare config: {where}.{need} is required")
+        victims = []
+        for j, v in enumerate(s["victims"]):
+            vw = f"{where}.victims[{j}]"
+            v = {"name": v} if isinstance(v, str) else _mapping(v, vw)
+            _check_keys(v, {"name", "label", "options", "train"}, vw)
+            train = None
+            if v.get("train") is not None:
+                t = _mapping(v["train"], f"{vw}.train")
+                _check_keys(t, TrainSpec.KEYS, f"{vw}.train")
+                train = TrainSpec(model=_mapping(t.get("model"), f"{vw}.train.model"),
+                                  data=_mapping(t.get("data"), f"{vw}.train.data"),
+                                  epochs=int(t.get("epochs", 3)), round_epochs=int(t.get("round_epochs", 2)),
+                                  attacks=_strings(t.get("attacks"), f"{vw}.train.attacks"),
+                                  held_out=_strings(t.get("held_out"), f"{vw}.train.held_out"),
+                                  train_limit=t.get("train_limit"),
+                                  generalization=_strings(t.get("generalization"), f"{vw}.train.generalization"),
+                                  checkpoint=t.get("checkpoint"))
+            victims.append(VictimSpec(name=str(v["name"]), label=str(v.get("label") or v["name"]),
+                                      options=_mapping(v.get("options"), f"{vw}.options"), train=train))
+        labels = [v.label for v in victims]
+        if len(set(labels)) != len(labels):
+            raise RobustevalError(f"compare config: victim labels in {where} must be unique: {labels}")
+        split = {"val_fraction": 0.1, "test_fraction": 0.2, **_mapping(s.get("split"), f"{where}.split")}
+        suites.append(SuiteSpec(
+            name=str(s["name"]), dataset=str(s["dataset"]), attacks=_strings(s["attacks"], f"{where}.attacks"),
+            victims=victims, select=str(s.get("select", "best-per-context")), select_aspect=s.get("select_aspect"),
+            limit=s.get("limit"), split={k: float(x) for k, x in split.items()},
+            adaptive=None if s.get("adaptive") is None else _strings(s["adaptive"], f"{where}.adaptive"),
+            attack_options=_mapping(s.get("attack_options"), f"{where}.attack_options"),
+            correlation=_strings(s.get("correlation") or [s["dataset"]], f"{where}.correlation")))
+    if not suites:
+        raise RobustevalError("compare config: suites: [...] is required")
+    names = [s.name for s in suites]
+    if len(set(names)) != len(names):
+        raise RobustevalError(f"compare config: suite names must be unique: {names}")
+    return CompareConfig(name=str(top.get("name", "compare")), suites=suites, guard=guard,
+                         seed=int(top.get("seed", 0)), budget=int(top.get("budget", 60)),
+                         n_boot=int(top.get("n_boot", 200)), data_dir=top.get("data_dir"), raw=raw)

@@ -1,0 +1,309 @@
+"""``compare``: attack every victim in four variants, measure validity, write the report.
+
+Variants of each victim metric:
+
+* ``plain`` — the metric as configured (for a learned victim: the base model trained on
+  human judgments only);
+* ``guarded`` — ``plain`` behind the configured detectors and policy;
+* ``trained`` — learned victims only: the base adversarially trained (see
+  :mod:`robusteval.compare.learned`);
+* ``guarded+trained`` — ``trained`` behind the guard.
+
+Unguarded variants are attacked directly (search attacks query them). A guarded variant is
+measured twice: *transfer* replays the adversarial texts found against its unguarded base,
+scored by the guarded metric; *adaptive* reruns the search attacks with the guard inside the
+loop. Its headline ASR takes the adaptive rows where they exist (the attacker knows the guard)
+and the transfer rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robusteval.compare.asr import asr_table, counted, overall
+from robusteval.compare.config import CompareConfig, SuiteSpec, VictimSpec
+from robusteval.compare.guarding import (
+    adversarial_suspicion,
+    build_detectors,
+    clean_suspicion,
+    false_positive_rates,
+    roc,
+)
+from robusteval.errors import RobustevalError
+from robusteval.types import Sample
+
+VARIANTS = ("plain", "guarded", "trained", "guarded+trained")
+BASE_OF = {"guarded": "plain", "guarded+trained": "trained"}
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), nd)
+
+
+def _rounded(obj: Any) -> Any:
+    """Floats rounded to 6 decimals throughout (the report is compared byte for byte)."""
+    if isinstance(obj, float):
+        return _r(obj)
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_rounded(v) for v in obj]
+    return obj
+
+
+class SuiteData:
+    """A suite's samples: the attacked test contexts, the train contexts, correlation sets."""
+
+    def __init__(self, suite: SuiteSpec, cfg: CompareConfig, data_dir: str | None) -> None:
+        from robusteval import data
+        from robusteval.data.select import select
+        from robusteval.training.data import split_of
+
+        folder = data_dir or cfg.data_dir
+        everything = data.load(suite.dataset, folder)
+        vf, tf = suite.split["val_fraction"], suite.split["test_fraction"]
+        split = {s.id: split_of(suite.dataset, s, vf, tf, cfg.seed) for s in everything}
+        chosen = select(everything, suite.select, suite.select_aspect)
+        self.test = [s for s in chosen if split[s.id] == "test"][: suite.limit]
+        self.train = [s for s in chosen if split[s.id] == "train"]
+        if not self.test:
+            raise RobustevalError(f"suite {suite.name}: no test contexts in {suite.dataset} "
+                                  f"(test_fraction {tf}); raise it or use a larger dataset")
+        self.correlation: dict[str, list[Sample]] = {}
+        for name in suite.correlation:
+            if name == suite.dataset:  # in-domain: every rated response of the test contexts
+                self.correlation[f"{name} (test split)"] = [s for s in everything if split[s.id] == "test"]
+            else:
+                self.correlation[name] = data.load(name, folder)
+
+
+def effective_rows(direct: Sequence[dict[str, Any]] | None, transfer: Sequence[dict[str, Any]] | None,
+                   adaptive: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The rows a variant's headline ASR is computed from (see the module docstring)."""
+    if direct is not None:
+        return list(direct)
+    redone = {r["attack"] for r in adaptive or []}
+    return [r for r in transfer or [] if r["attack"] not in redone] + list(adaptive or [])
+
+
+def score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Victim scores of the originals and of their R- adversarial versions."""
+    rm = [r for r in counted(rows) if r["direction"] == "R-" and r.get("victim_after") is not None]
+    clean = {r["sample_id"]: r["victim_before"] for r in rm}
+    return {"clean": [round(float(clean[k]), 3) for k in sorted(clean)],
+            "adversarial": sorted(round(float(r["victim_after"]), 3) for r in rm)}
+
+
+def correlations(metric: Any, sets: dict[str, list[Sample]], folder: Path, resume: bool, n_boot: int,
+                 seed: int) -> dict[str, Any]:
+    from robusteval.cli.common import score_with_log, slug
+    from robusteval.metaeval import metaevaluate
+
+    from robusteval.results import read_jsonl
+
+    out: dict[str, Any] = {}
+    for name, samples in sets.items():
+        log = folder / f"{slug(name)}.jsonl"
+        scores = score_with_log(metric, samples, log, resume, desc=f"scoring {name} with {metric.name}")
+        out[name] = metaevaluate(samples, scores, n_boot=n_boot, seed=seed)
+        if hasattr(metric, "details"):  # guarded: which rated responses the guard touched (from the log,
+            rows = {r["id"]: r for r in read_jsonl(log)}  # so a resumed run reports the same)
+            flags = [bool((rows[s.id].get("guard") or {}).get("flagged")) for s in samples]
+            out[name]["_flagged"] = flagged_summary(samples, flags)
+    return out
+
+
+def flagged_summary(samples: Sequence[Sample], flags: Sequence[bool]) -> dict[str, Any]:
+    """Share of the rated responses the guard flagged, and the mean human rating (first aspect,
+    normalized to [0, 1] with the dataset's scale) of flagged vs unflagged ones: a guard that
+    flags mostly poorly rated text costs little validity."""
+    from robusteval.training.data import normalized
+
+    aspect = next(iter(samples[0].human), None) if samples else None
+
+    def mean_rating(want: bool) -> float | None:
+        vals = [normalized(s, aspect) for s, f in zip(samples, flags, strict=True) if f == want and aspect]
+        vals = [v for v in vals if v is not None]
+        return _r(float(np.mean(vals))) if vals else None
+
+    return {"n": len(samples), "flagged": int(sum(flags)), "rate": _r(float(np.mean(flags))) if flags else None,
+            "aspect": aspect, "mean_rating_flagged": mean_rating(True), "mean_rating_unflagged": mean_rating(False)}
+
+
+def mean_spearman(corr: dict[str, Any]) -> float | None:
+    vals = [a["spearman"]["r"] for per in corr.values() for k, a in per.items()
+            if not k.startswith("_") and isinstance(a, dict) and a.get("spearman") and a["spearman"]["r"] is not None]
+    return _r(float(np.mean(vals))) if vals else None
+
+
+def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
+    """The attacks rerun against guarded variants: ``suite.adaptive``, by default every
+    configured attack that queries its victim (the search attacks)."""
+    from robusteval import attacks
+
+    chosen = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
+    if suite.adaptive is None:
+        return [a.name for a in chosen if a.needs_victim]
+    extra = set(suite.adaptive) - {a.name for a in chosen}
+    if extra:
+        raise RobustevalError(f"suite {suite.name}: adaptive attacks {sorted(extra)} are not among its attacks")
+    return list(suite.adaptive)
+
+
+def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, dets: list[Any],
+               thresholds: str, out: Path, resume: bool, data_dir: str | None) -> dict[str, Any]:
+    from robusteval import attacks, detectors, metrics
+    from robusteval.attacks.runner import run_attacks
+    from robusteval.compare.learned import train_victim
+    from robusteval.compare.replay import replays
+
+    models: dict[str, Any] = {}
+    training: dict[str, Any] | None = None
+    family_models: dict[str, Any] = {}
+    if victim.train is not None:
+        if victim.name != "cross-encoder":
+            raise RobustevalError(f"victim {victim.label}: train: is supported for the cross-encoder metric "
+                                  f"(LoRA over a HF encoder), not {victim.name!r}")
+        training = train_victim(victim.train, suite, cfg, sd.train, suite.attacks, out / "training", resume, data_dir)
+        models["plain"] = metrics.load("cross-encoder", **{**victim.options, "checkpoint": training["base"]["export"]})
+        models["trained"] = metrics.load("cross-encoder",
+                                         **{**victim.options, "checkpoint": training["trained"]["export"]})
+        family_models = {f: metrics.load("cross-encoder", **{**victim.options, "checkpoint": rec["export"]})
+                         for f, rec in training["by_family"].items()}
+    else:
+        models["plain"] = metrics.load(victim.name, **victim.options)
+    for base in list(models):
+        models[f"guarded+{base}" if base == "trained" else "guarded"] = detectors.guard(
+            models[base], dets, policy=cfg.guard.policy, penalty=cfg.guard.penalty, thresholds=thresholds)
+
+    adaptive_names = adaptive_attacks(suite, cfg)
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    variants: dict[str, Any] = {}
+    for variant in VARIANTS:
+        if variant not in models:
+            variants[variant] = {"available": False,
+                                 "reason": "only learned victims (with a train: block) are adversarially trained"}
+            continue
+        metric, vdir = models[variant], out / variant.replace("+", "_")
+        if variant in BASE_OF:
+            base_rows = rows[BASE_OF[variant]]["direct"]
+            transfer = list(run_attacks(sd.test, replays(base_rows), metric, vdir / "transfer" / "results.jsonl",
+                                        resume=resume, budget=cfg.budget))
+            adaptive: list[dict[str, Any]] = []
+            if adaptive_names:
+                fresh = attacks.select(adaptive_names, cfg.seed, suite.attack_options)
+                adaptive = list(run_attacks(sd.test, fresh, metric, vdir / "adaptive" / "results.jsonl",
+                                            resume=resume, budget=cfg.budget))
+            rows[variant] = {"transfer": transfer, "adaptive": adaptive}
+            used = effective_rows(None, transfer, adaptive)
+        else:
+            fresh = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
+            direct = list(run_attacks(sd.test, fresh, metric, vdir / "attacks" / "results.jsonl",
+                                      resume=resume, budget=cfg.budget))
+            rows[variant] = {"direct": direct}
+            used = direct
+        corr = correlations(metric, sd.correlation, vdir / "scores", resume, cfg.n_boot, cfg.seed)
+        entry: dict[str, Any] = {"available": True, "asr": asr_table(used), "overall": overall(used),
+                                 "correlation": corr, "mean_spearman": mean_spearman(corr),
+                                 "scores": score_distributions(used),
+                                 "model_calls": int(sum(r["model_calls"] for r in used))}
+        if variant in BASE_OF:
+            entry["transfer_vs_adaptive"] = transfer_vs_adaptive(rows[variant]["transfer"], rows[variant]["adaptive"])
+        variants[variant] = entry
+    result: dict[str, Any] = {"metric": victim.name, "options": victim.options, "learned": training is not None,
+                              "variants": variants}
+    if training is not None:
+        result["training"] = training_summary(training, out)
+        result["generalization"] = generalization(victim, suite, sd, cfg, rows, family_models, out, resume)
+    return result
+
+
+def transfer_vs_adaptive(transfer: list[dict[str, Any]], adaptive: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per adaptive attack: ASR of the replayed texts and of the rerun with the guard in the loop."""
+    names = sorted({r["attack"] for r in adaptive})
+    by_attack = lambda r: r["attack"]  # noqa: E731
+    t, a = asr_table([r for r in transfer if r["attack"] in names], by_attack), asr_table(adaptive, by_attack)
+    return {n: {"family": next(r["family"] for r in adaptive if r["attack"] == n),
+                "transfer": (t.get(n) or {}).get("primary"), "adaptive": (a.get(n) or {}).get("primary")}
+            for n in names}
+
+
+def generalization(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig,
+                   rows: dict[str, dict[str, list[dict[str, Any]]]], family_models: dict[str, Any], out: Path,
+                   resume: bool) -> dict[str, Any]:
+    """ASR (primary criterion) per attack family Y of models trained on family X's examples,
+    with ``none`` (the base) and ``all`` (the trained variant) as reference rows."""
+    from robusteval import attacks
+    from robusteval.attacks.runner import run_attacks
+
+    table: dict[str, dict[str, Any]] = {"none": asr_table(rows["plain"]["direct"])}
+    for fam, metric in family_models.items():
+        fresh = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
+        log = run_attacks(sd.test, fresh, metric, out / "generalization" / fam / "results.jsonl", resume=resume,
+                          budget=cfg.budget)
+        table[f"trained on {fam}"] = asr_table(list(log))
+    table["all"] = asr_table(rows["trained"]["direct"])
+    columns = sorted({k for t in table.values() for k in t})
+    return {"train_families": list(family_models), "attack_families": columns,
+            "asr": {row: {c: (t.get(c) or {}).get("primary", {}).get("asr") for c in columns}
+                    for row, t in table.items()}}
+
+
+def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
+    def rel(rec: dict[str, Any]) -> dict[str, Any]:
+        p = Path(rec["export"])
+        return {**rec, "export": str(p.relative_to(out)) if p.is_relative_to(out) else str(p),
+                "init": None if not rec.get("init") else (str(Path(rec["init"]).relative_to(out))
+                                                          if Path(rec["init"]).is_relative_to(out) else rec["init"])}
+
+    return {"base": rel(training["base"]), "trained": rel(training["trained"]),
+            "by_family": {k: rel(v) for k, v in training["by_family"].items()},
+            **{k: training[k] for k in ("train_attacks", "held_out", "train_contexts_attacked",
+                                         "examples_added_by_family")}}
+
+
+def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
+                data_dir: str | None = None) -> dict[str, Any]:
+    """Everything in the module docstring; returns the report (also written as report.json)."""
+    from robusteval.results import JsonlLog
+
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
+    dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
+    clean = clean_suspicion(dets, cfg, glog, data_dir)
+    guard: dict[str, Any] = {
+        "detectors": [d.name for d in dets], "policy": cfg.guard.policy, "penalty": cfg.guard.penalty,
+        "thresholds": {d.name: _r(d.threshold) for d in dets},
+        "thresholds_file": str(Path(thresholds).relative_to(out)) if Path(thresholds).is_relative_to(out)
+        else thresholds,
+        "false_positive_rate": false_positive_rates(dets, clean), "roc": {}}
+    pooled_clean = {d.name: np.concatenate([c[d.name] for c in clean.values()]) if clean else np.array([])
+                    for d in dets}
+    suites: dict[str, Any] = {}
+    for suite in cfg.suites:
+        sd = SuiteData(suite, cfg, data_dir)
+        victims: dict[str, Any] = {}
+        guarded_rows: list[dict[str, Any]] = []
+        for victim in suite.victims:
+            from robusteval.cli.common import slug
+
+            vout = out / slug(suite.name) / slug(victim.label)
+            victims[victim.label] = run_victim(victim, suite, sd, cfg, dets, thresholds, vout, resume, data_dir)
+            if not guarded_rows:  # detectors see the same texts whatever the victim: one victim's rows suffice
+                from robusteval.results import read_jsonl
+
+                guarded_rows = read_jsonl(vout / "guarded" / "transfer" / "results.jsonl")
+        adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
+        guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
+                                             "threshold": _r(d.threshold)} for d in dets}
+        suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
+                              "attacks": suite.attacks, "adaptive": adaptive_attacks(suite, cfg),
+                              "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
+                              "victims": victims}
+    return _rounded({"schema": "robusteval.compare/1", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
+                     "variants": list(VARIANTS), "guard": guard, "suites": suites})

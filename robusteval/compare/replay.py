@@ -1,0 +1,58 @@
+"""Transfer attacks: replay adversarial texts found against one metric on another.
+
+A :class:`ReplayAttack` returns, for each sample, the adversarial text a recorded attack run
+produced (against the plain or the trained metric). Run through the attack runner with a
+guarded metric as the victim, it measures *transfer*: the attacker did not know about the
+guard. The adaptive counterpart reruns the search attacks with the guard inside the loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from robusteval.attacks.base import Attack, AttackResult
+from robusteval.types import Sample
+
+# meta written by the runner for the victim it ran against; not carried over
+RUN_META = ("guard", "reference_score")
+
+
+class ReplayAttack(Attack):
+    """Replays one recorded attack's adversarial texts (see the module docstring)."""
+
+    needs_victim = False
+
+    def __init__(self, rows: Sequence[dict[str, Any]], seed: int = 0) -> None:
+        super().__init__(seed)
+        if not rows:
+            raise ValueError("ReplayAttack needs at least one recorded row")
+        first = rows[0]
+        self.name = first["attack"]  # type: ignore[misc]
+        self.family = first["family"]  # type: ignore[misc]
+        self.direction = first["direction"]  # type: ignore[misc]
+        self.source = f"transfer of recorded {first['attack']} results"  # type: ignore[misc]
+        self.rows = {r["sample_id"]: r for r in rows}
+
+    def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
+        start = time.perf_counter()
+        row = self.rows.get(sample.id)
+        applicable = bool(row and row.get("applicable") and row.get("adversarial") is not None)
+        meta = {k: v for k, v in (row.get("meta") or {}).items() if k not in RUN_META} if row else {}
+        result = AttackResult(
+            attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
+            original=sample.response, adversarial=row["adversarial"] if applicable and row else None,
+            expected="high" if self.direction == "R+" else "low", applicable=applicable,
+            note="" if applicable else "no recorded adversarial text for this sample", meta=meta)
+        result.wall_time = time.perf_counter() - start
+        return result
+
+
+def replays(rows: Sequence[dict[str, Any]], only: set[str] | None = None) -> list[ReplayAttack]:
+    """One :class:`ReplayAttack` per recorded attack (in first-seen order), optionally ``only`` some."""
+    by_attack: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if only is None or r["attack"] in only:
+            by_attack.setdefault(r["attack"], []).append(r)
+    return [ReplayAttack(group) for group in by_attack.values()]

@@ -1,0 +1,135 @@
+"""``report.md``: the comparison as Markdown tables (the HTML report adds the plots)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained"}
+
+
+def pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f}"
+
+
+def num(v: float | None, nd: int = 3) -> str:
+    return "–" if v is None else f"{v:.{nd}f}"
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def available(victim: dict[str, Any]) -> list[str]:
+    return [v for v, e in victim["variants"].items() if e.get("available")]
+
+
+def headline_rows(report: dict[str, Any]) -> list[list[str]]:
+    """suite, victim, variant, overall ASR, successes/n, mean Spearman, share of the rated
+    (correlation-set) responses the guard flagged."""
+    rows = []
+    for sname, suite in report["suites"].items():
+        for vname, victim in suite["victims"].items():
+            for variant in available(victim):
+                e = victim["variants"][variant]
+                flagged = [c["_flagged"]["rate"] for c in e["correlation"].values() if "_flagged" in c]
+                rows.append([sname, vname, LABEL[variant], pct(e["overall"]["asr"]),
+                             f"{e['overall']['successes']}/{e['overall']['n']}", num(e["mean_spearman"]),
+                             pct(sum(flagged) / len(flagged)) if flagged else "–"])
+    return rows
+
+
+HEADLINE = ["suite", "victim", "variant", "ASR %", "fooled / attacked", "mean Spearman", "rated text flagged %"]
+
+
+def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    vs = available(victim)
+    fams = sorted({f for v in vs for f in victim["variants"][v]["asr"]})
+    rows = []
+    for f in fams:
+        cells = []
+        for v in vs:
+            e = victim["variants"][v]["asr"].get(f)
+            cells.append(f"{pct(e['primary']['asr'])} ({e['primary']['n']})" if e else "–")
+        rows.append([f, *cells])
+    return ["family (direction)", *(LABEL[v] for v in vs)], rows
+
+
+def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    vs = available(victim)
+    first = victim["variants"][vs[0]]["correlation"]
+    rows = []
+    for cset, per in first.items():
+        for aspect in (a for a in per if not a.startswith("_")):
+            cells = []
+            for v in vs:
+                entry = victim["variants"][v]["correlation"][cset].get(aspect) or {}
+                sp = entry.get("spearman") or {}
+                ci = sp.get("ci95")
+                cells.append(num(sp.get("r")) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+            rows.append([cset, aspect, str(per[aspect].get("n", "")), *cells])
+    return ["set", "aspect", "n", *(LABEL[v] for v in vs)], rows
+
+
+FLAGGED = ["variant", "set", "flagged / rated", "mean rating flagged", "mean rating unflagged"]
+
+
+def flagged_rows(victim: dict[str, Any]) -> list[list[str]]:
+    """Guarded variants: how many rated responses were flagged, and their mean (normalized)
+    human rating against the unflagged ones."""
+    rows = []
+    for v in available(victim):
+        for cset, per in victim["variants"][v]["correlation"].items():
+            f = per.get("_flagged")
+            if f:
+                rows.append([LABEL[v], cset, f"{f['flagged']}/{f['n']}", num(f["mean_rating_flagged"], 2),
+                             num(f["mean_rating_unflagged"], 2)])
+    return rows
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# robusteval comparison: {report['name']}", "",
+             "Attack success rate (ASR): share of applicable attacks that fooled the victim — an R- text "
+             "(made bad) scoring at least as high as the reference, or an R+ text (quality kept) moving the "
+             "score by more than one point. Guarded variants count adaptive reruns of the search attacks "
+             "(guard in the loop) and transfer of the other attacks' texts.", "",
+             "## Headline", "", *table(HEADLINE, headline_rows(report)), ""]
+    for sname, suite in report["suites"].items():
+        lines += [f"## Suite {sname} ({suite['dataset']}, {suite['n_attacked']} attacked test contexts)", ""]
+        for vname, victim in suite["victims"].items():
+            head, rows = asr_rows(victim)
+            lines += [f"### {vname}: ASR % per family (applicable results)", "", *table(head, rows), ""]
+            ta = [(v, victim["variants"][v].get("transfer_vs_adaptive") or {}) for v in available(victim)]
+            ta_rows = [[LABEL[v], a, x["family"], pct((x["transfer"] or {}).get("asr")),
+                        pct((x["adaptive"] or {}).get("asr"))] for v, t in ta for a, x in t.items()]
+            if ta_rows:
+                lines += [f"### {vname}: adaptive vs transfer attacks on the guard", "",
+                          *table(["variant", "attack", "family", "transfer ASR %", "adaptive ASR %"], ta_rows), ""]
+            head, rows = correlation_rows(victim)
+            lines += [f"### {vname}: Spearman with human judgments [95% bootstrap CI]", "", *table(head, rows), ""]
+            fl = flagged_rows(victim)
+            if fl:
+                lines += [f"### {vname}: rated responses the guard flagged", "", *table(FLAGGED, fl), ""]
+            gen = victim.get("generalization")
+            if gen:
+                cols = gen["attack_families"]
+                lines += [f"### {vname}: generalization (ASR % when trained on X, attacked with Y)", "",
+                          *table(["trained on \\ attacked with", *cols],
+                                 [[row, *(pct(vals.get(c)) for c in cols)] for row, vals in gen["asr"].items()]), ""]
+    g = report["guard"]
+    lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
+              f"`{g['thresholds_file']}`.", ""]
+    sets = sorted({s for per in g["false_positive_rate"].values() for s in per})
+    lines += ["### False-positive rate % on held-out clean text", "",
+              *table(["detector", "threshold", *sets],
+                     [[d, f"{g['thresholds'][d]:.3g}" if d in g["thresholds"] else "any",
+                       *(f"{pct(per[s]['rate'])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
+                      for d, per in g["false_positive_rate"].items()]), ""]
+    suites = list(g["roc"])
+    lines += ["### Detector ROC AUC (clean held-out text vs R- adversarial text)", "",
+              *table(["detector", *suites], [[d, *(num(g["roc"][s][d]["auc"]) for s in suites)]
+                                              for d in g["detectors"]]), ""]
+    prov = report.get("provenance") or {}
+    if prov:
+        lines += ["## Provenance", "", f"seed {report['seed']}, git commit `{prov.get('git_commit')}`, "
+                  f"created {prov.get('created')}, Python {prov.get('python')}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""The comparison stage: config validation, ASR aggregation, transfer replays, ROC, and a real
+end-to-end ``robusteval compare`` on the shipped quickstart data with a tiny learned victim."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from robusteval import metrics
+from robusteval.attacks.runner import run_attacks, yardstick
+from robusteval.cli.main import main
+from robusteval.compare import parse
+from robusteval.compare.asr import asr_table, overall
+from robusteval.compare.guarding import roc
+from robusteval.compare.replay import ReplayAttack, replays
+from robusteval.errors import RobustevalError
+from robusteval.types import Sample
+
+FAST_DETECTORS = ["nonalnum", "speaker_tag", "context_copy", "generic", "judge_injection"]
+
+
+def tiny_config(tiny_bert: Path) -> dict:
+    """Two suites on the quickstart data: a tiny LoRA cross-encoder (trained in the run) and
+    ROUGE-L; static attacks plus one search attack; a guard of fast detectors."""
+    return {
+        "name": "tiny", "seed": 0, "budget": 12, "n_boot": 50,
+        "guard": {"detectors": FAST_DETECTORS, "policy": "floor",
+                  "calibrate": {"clean": ["quickstart-references"], "target_fpr": 0.05}},
+        "suites": [
+            {"name": "dialogue", "dataset": "quickstart-dialogue",
+             "split": {"val_fraction": 0.1, "test_fraction": 0.4},
+             "attacks": ["generic-cucumber", "previous-utterance", "speaker-tag-teacher", "jumbled-words",
+                         "adveval-contraction", "textfooler-neg"],
+             "victims": [
+                 {"name": "cross-encoder", "label": "tiny evaluator",
+                  "train": {"model": {"checkpoint": str(tiny_bert), "lora_r": 4, "lr": 0.005, "max_length": 64},
+                            "data": {"batch_size": 8}, "epochs": 1, "round_epochs": 1,
+                            "held_out": ["adveval-baselines"], "generalization": ["dialogue-rules"]}},
+                 "rougeL"]},
+            {"name": "summary", "dataset": "quickstart-summary", "split": {"val_fraction": 0.0, "test_fraction": 0.5},
+             "attacks": ["aspect-sentence-deletion", "dot-trigger"], "victims": ["rougeL"]},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def compared(tiny_bert, tmp_path_factory) -> tuple[Path, dict, Path]:
+    out = tmp_path_factory.mktemp("compare")
+    cfg_path = out / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(tiny_config(tiny_bert)))
+    assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out / "run")]) == 0
+    return out / "run", json.loads((out / "run" / "report.json").read_text()), cfg_path
+
+
+# -- units ---------------------------------------------------------------------------------
+def row(attack: str, family: str, direction: str, success: dict, applicable: bool = True, **meta) -> dict:
+    return {"attack": attack, "family": family, "direction": direction, "sample_id": "s", "applicable": applicable,
+            "adversarial": "x", "success": success, "meta": meta, "victim_before": 50.0, "victim_after": 60.0,
+            "model_calls": 1}
+
+
+def test_asr_uses_the_primary_criterion_per_direction_and_skips_fitting_samples() -> None:
+    rows = [row("a", "f", "R-", {"beats_reference": True, "expectation": False, "gold": None}),
+            row("a", "f", "R-", {"beats_reference": False, "expectation": True, "gold": None}),
+            row("a", "f", "R-", {"beats_reference": True, "expectation": True, "gold": None}, fitting_sample=True),
+            row("b", "f", "R+", {"beats_reference": None, "expectation": True, "gold": None}),
+            row("c", "f", "R-", {}, applicable=False)]
+    table = asr_table(rows)
+    assert table["f (R-)"]["primary"] == {"successes": 1, "n": 2, "asr": 0.5}
+    assert table["f (R-)"]["criteria"]["expectation"] == {"successes": 1, "n": 2, "asr": 0.5}
+    assert table["f (R-)"]["criteria"]["gold"] == {"successes": 0, "n": 0, "asr": None}
+    assert table["f (R+)"]["primary"]["asr"] == 1.0
+    assert overall(rows) == {"successes": 2, "n": 3, "asr": 0.666667}
+
+
+def test_roc_auc_and_endpoints() -> None:
+    perfect = roc(np.array([0.0, 0.1, 0.2]), np.array([0.5, 0.9]))
+    assert perfect["auc"] == 1.0 and perfect["points"][0] == [0.0, 0.0] and perfect["points"][-1] == [1.0, 1.0]
+    assert roc(np.zeros(4), np.zeros(3))["auc"] == 0.5  # no separation: ties count half
+    assert roc(np.array([0.9]), np.array([0.1]))["auc"] == 0.0
+    assert roc(np.array([]), np.array([0.3]))["auc"] is None
+
+
+def test_replay_returns_recorded_texts_without_the_old_victims_meta() -> None:
+    s = Sample(id="s1", task="dialogue", context=("hi",), response="hello there", reference="hey")
+    rec = {"attack": "jumbled-words", "family": "dialogue-rules", "direction": "R-", "sample_id": "s1",
+           "applicable": True, "adversarial": "there hello", "meta": {"guard": {}, "reference_score": 3.0, "aspect": "x"}}
+    attack = ReplayAttack([rec])
+    assert (attack.name, attack.family, attack.direction, attack.needs_victim) == \
+        ("jumbled-words", "dialogue-rules", "R-", False)
+    r = attack.run(s)
+    assert r.adversarial == "there hello" and r.applicable and r.meta == {"aspect": "x"}
+    other = attack.run(Sample(id="s2", task="dialogue", context=("hi",), response="yo"))
+    assert not other.applicable and other.adversarial is None
+    assert [a.name for a in replays([rec, {**rec, "attack": "b"}], only={"b"})] == ["b"]
+
+
+def test_replayed_texts_get_the_same_verdicts_from_the_same_victim(tmp_path) -> None:
+    from robusteval import attacks
+
+    samples = [Sample(id=f"s{i}", task="dialogue", context=("how was the trip?",),
+                      response=f"it was great, we saw {i} castles", reference="we loved it") for i in range(3)]
+    victim = metrics.load("rougeL", against="context")
+    direct = list(run_attacks(samples, [attacks.load("previous-utterance-prefix"), attacks.load("jumbled-words")],
+                              victim, tmp_path / "a.jsonl", progress=False))
+    again = list(run_attacks(samples, replays(direct), victim, tmp_path / "b.jsonl", progress=False))
+    strip = [(r["key"], r["adversarial"], r["victim_after"], r["success"]) for r in direct]
+    assert strip == [(r["key"], r["adversarial"], r["victim_after"], r["success"]) for r in again]
+
+
+def test_reference_based_victims_are_compared_with_the_original_response() -> None:
+    s = Sample(id="s", task="summarization", context=("doc",), response="orig", reference="ref")
+    assert yardstick(s, metrics.load("rougeL")) == "orig"  # ROUGE vs the reference: the reference scores 100
+    assert yardstick(s, metrics.load("rougeL", against="context")) == "ref"
+    assert yardstick(Sample(id="t", task="dialogue", response="r"), metrics.load("rougeL", against="context")) == "r"
+
+
+@pytest.mark.parametrize("patch, message", [
+    ({"guard": {"detectors": ["nonalnum"]}}, "thresholds"),
+    ({"suites": []}, "suites"),
+    ({"bogus": 1}, "unknown key"),
+    ({"guard": {"detectors": [], "thresholds": "x"}}, "guard.detectors"),
+])
+def test_config_errors_name_the_problem(tiny_bert, patch, message) -> None:
+    cfg = {**tiny_config(tiny_bert), **patch}
+    with pytest.raises(RobustevalError, match=message):
+        parse(cfg)
+
+
+def test_config_rejects_split_keys_inside_train_data(tiny_bert, tmp_path) -> None:
+    from robusteval.compare.learned import data_args
+
+    cfg = parse(tiny_config(tiny_bert))
+    suite = cfg.suites[0]
+    train = suite.victims[0].train
+    assert data_args(train, suite, cfg, None)["test_fraction"] == 0.4
+    train.data["test_fraction"] = 0.3
+    with pytest.raises(RobustevalError, match="one split"):
+        data_args(train, suite, cfg, None)
+
+
+# -- end to end ----------------------------------------------------------------------------
+def test_report_has_every_variant_family_and_section(compared) -> None:
+    out, report, _ = compared
+    assert report["schema"] == "robusteval.compare/1"
+    assert {p.name for p in out.iterdir()} >= {"report.json", "report.md", "report.html", "guard"}
+    dlg = report["suites"]["dialogue"]
+    learned, rouge = dlg["victims"]["tiny evaluator"], dlg["victims"]["rougeL"]
+    assert all(learned["variants"][v]["available"] for v in ("plain", "guarded", "trained", "guarded+trained"))
+    assert not rouge["variants"]["trained"]["available"] and "learned" in rouge["variants"]["trained"]["reason"]
+    fams = set(learned["variants"]["plain"]["asr"])
+    assert fams == {"dialogue-rules (R-)", "adveval-baselines (R+)", "word-search (R-)"}
+    # the guard floors the speaker-tag and copy attacks: their ASR cannot go up behind it
+    plain, guarded = learned["variants"]["plain"]["asr"], learned["variants"]["guarded"]["asr"]
+    assert guarded["dialogue-rules (R-)"]["primary"]["asr"] <= plain["dialogue-rules (R-)"]["primary"]["asr"]
+    # adaptive rows: the search attack rerun with the guard in the loop
+    ta = learned["variants"]["guarded"]["transfer_vs_adaptive"]
+    assert list(ta) == ["textfooler-neg"] and ta["textfooler-neg"]["adaptive"]["n"] > 0
+    assert dlg["adaptive"] == ["textfooler-neg"]
+    gen = learned["generalization"]
+    assert list(gen["asr"]) == ["none", "trained on dialogue-rules", "all"]
+    assert gen["asr"]["none"] == {k: v["primary"]["asr"] for k, v in plain.items()}
+    training = learned["training"]
+    assert training["held_out"] == ["adveval-baselines"] and "textfooler-neg" in training["train_attacks"]
+    assert not Path(training["trained"]["export"]).is_absolute()  # paths relative to the out-dir
+    corr = learned["variants"]["plain"]["correlation"]["quickstart-dialogue (test split)"]["overall"]
+    assert corr["n"] == 3 * dlg["n_attacked"] and corr["spearman"]["r"] is not None
+    flagged = learned["variants"]["guarded"]["correlation"]["quickstart-dialogue (test split)"]["_flagged"]
+    assert flagged["n"] == corr["n"] and 0 <= flagged["flagged"] <= flagged["n"]
+    g = report["guard"]
+    assert set(g["false_positive_rate"]) == {*FAST_DETECTORS, "combined"}
+    assert set(g["roc"]) == {"dialogue", "summary"}
+    sc = g["roc"]["dialogue"]["speaker_tag"]
+    assert sc["n_adversarial"] > 0 and sc["auc"] > 0.5  # speaker tags are caught
+    dist = learned["variants"]["plain"]["scores"]
+    assert len(dist["clean"]) == dlg["n_attacked"] and len(dist["adversarial"]) > 0
+    assert report["provenance"]["config"]["name"] == "tiny" and report["provenance"]["packages"]["torch"]
+    md = (out / "report.md").read_text()
+    assert "## Headline" in md and "generalization" in md and "adaptive vs transfer" in md
+
+
+def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:
+    out, report, cfg_path = compared
+    round_file = out / "dialogue" / "tiny-evaluator" / "training" / "trained" / "round.json"
+    before = round_file.stat().st_mtime_ns
+    assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out), "--resume"]) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert round_file.stat().st_mtime_ns == before  # nothing retrained
+    report["provenance"].pop("created"), again["provenance"].pop("created")
+    assert again == report
+    # without --resume the finished run is not overwritten
+    assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out)]) == 2
+
+
+def _without_timestamps(report: dict) -> dict:
+    report = json.loads(json.dumps(report))
+    report["provenance"].pop("created")
+    return report
+
+
+def test_same_config_and_seed_give_identical_reports_across_processes(tiny_bert, tmp_path) -> None:
+    """Two separate processes with different string-hash seeds: set iteration order must not
+    leak into attacks, training or the report."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config(tiny_bert)))
+    reports = []
+    for k, hashseed in enumerate(("1", "2")):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        out = tmp_path / f"run{k}"
+        done = subprocess.run([sys.executable, "-m", "robusteval.cli.main", "compare", "--config", str(cfg),
+                               "--out-dir", str(out)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports.append(json.loads((out / "report.json").read_text()))
+    a, b = (_without_timestamps(r) for r in reports)
+    assert a == b
+    assert reports[0]["provenance"]["created"]  # the only field allowed to differ
