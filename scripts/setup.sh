@@ -40,6 +40,18 @@ if [ ! -f /usr/share/wordnet/index.sense ] || [ ! -f /usr/share/wordnet/data.nou
   fi
 fi
 
+# Headless Chromium renders report.html in the test suite (reports themselves need no browser).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing Debian chromium (headless rendering test of report.html)"
+    (apt-get install -y -q chromium >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }) \
+      || echo "[setup] WARNING: could not install chromium; the report-rendering test will be skipped" >&2
+  else
+    echo "[setup] chromium is missing: 'sudo apt-get install chromium' enables the report-rendering test" >&2
+  fi
+fi
+
 # NLTK data folder (WordNet + lexnames + index.sense, English stop words) and the SmolLM2 cache.
 .venv/bin/robusteval setup || echo "[setup] WARNING: some offline resources are missing (see above);" \
   "metrics that need them will raise a clear error until they are installed" >&2

@@ -221,3 +221,46 @@ def test_same_config_and_seed_give_identical_reports_across_processes(tiny_bert,
     a, b = (_without_timestamps(r) for r in reports)
     assert a == b
     assert reports[0]["provenance"]["created"]  # the only field allowed to differ
+
+
+def _chromium() -> str:
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.skip("Debian chromium is not installed (scripts/setup.sh installs it when run as root)")
+    return found
+
+
+def test_report_renders_in_headless_chromium(compared, tmp_path) -> None:
+    """Chromium parses the page (DOM dump) and paints the plots (screenshot pixels)."""
+    from matplotlib.image import imread
+
+    from robusteval.compare.plots import COLORS
+
+    out, report, _ = compared
+    browser = _chromium()
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    url = (out / "report.html").resolve().as_uri()
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    learned_victims = 1
+    victims = sum(len(s["victims"]) for s in report["suites"].values())
+    for kind, n in (("asr", victims), ("distributions", victims), ("correlation", victims),
+                    ("generalization", learned_victims), ("roc", len(report["suites"]))):
+        assert dom.count(f'data-plot="{kind}"') == n, kind
+    assert dom.count("<svg") >= 2 * victims + victims + learned_victims + len(report["suites"])
+    for cls in ("headline", "asr", "adaptive", "correlation", "flagged", "fpr", "provenance", "packages"):
+        assert f'<table class="{cls}"' in dom, cls
+    assert "<script" not in dom and "<link" not in dom and 'src="http' not in dom  # self-contained
+    shot = tmp_path / "report.png"
+    subprocess.run([*flags, "--window-size=1200,2400", f"--screenshot={shot}", url], capture_output=True,
+                   timeout=120)
+    pixels = (imread(shot)[..., :3] * 255).round().astype(int)
+    assert pixels.shape[:2] == (2400, 1200)
+
+    def painted(hex_color: str) -> int:
+        rgb = np.array([int(hex_color[i:i + 2], 16) for i in (1, 3, 5)])
+        return int((np.abs(pixels - rgb).sum(axis=-1) <= 6).sum())
+
+    for variant, color in COLORS.items():  # every variant's bars are on screen
+        assert painted(color) > 200, variant

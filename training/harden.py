@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from robusteval.errors import RobustevalError
 from robusteval.results import write_json
 from robusteval.types import Sample
@@ -60,18 +58,12 @@ def train_round(folder: Path, model_args: dict[str, Any], data_args: dict[str, A
 
 
 def asr_by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per family and direction: successes under the beats-reference (R-) or expectation (R+)
-    criterion over applicable results."""
-    groups: dict[str, list[bool]] = {}
-    for r in rows:
-        if not r["applicable"] or r.get("meta", {}).get("fitting_sample"):
-            continue
-        crit = "beats_reference" if r["direction"] == "R-" else "expectation"
-        verdict = (r.get("success") or {}).get(crit)
-        if verdict is None:
-            continue
-        groups.setdefault(f"{r['family']} ({r['direction']})", []).append(bool(verdict))
-    return {k: {"n": len(v), "asr": float(np.mean(v))} for k, v in sorted(groups.items())}
+    """Per family and direction: successes under the primary criterion (beats-reference for
+    R-, expectation for R+) over applicable results; see :mod:`robusteval.compare.asr`."""
+    from robusteval.compare.asr import asr_table
+
+    return {k: {"n": v["primary"]["n"], "asr": v["primary"]["asr"]} for k, v in asr_table(rows).items()
+            if v["primary"]["n"]}
 
 
 def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,

@@ -78,8 +78,10 @@ class TrainSpec:
     generalization: list[str] = field(default_factory=list)
     checkpoint: str | None = None  # start from this trained base instead of training round 0
 
-    KEYS = {"model", "data", "epochs", "round_epochs", "attacks", "held_out", "train_limit", "generalization",
-            "checkpoint"}
+
+
+TRAIN_KEYS = {"model", "data", "epochs", "round_epochs", "attacks", "held_out", "train_limit", "generalization",
+              "checkpoint"}
 
 
 @dataclass
@@ -161,7 +163,7 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
             train = None
             if v.get("train") is not None:
                 t = _mapping(v["train"], f"{vw}.train")
-                _check_keys(t, TrainSpec.KEYS, f"{vw}.train")
+                _check_keys(t, TRAIN_KEYS, f"{vw}.train")
                 train = TrainSpec(model=_mapping(t.get("model"), f"{vw}.train.model"),
                                   data=_mapping(t.get("data"), f"{vw}.train.data"),
                                   epochs=int(t.get("epochs", 3)), round_epochs=int(t.get("round_epochs", 2)),
@@ -175,7 +177,9 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
         labels = [v.label for v in victims]
         if len(set(labels)) != len(labels):
             raise RobustevalError(f"compare config: victim labels in {where} must be unique: {labels}")
-        split = {"val_fraction": 0.1, "test_fraction": 0.2, **_mapping(s.get("split"), f"{where}.split")}
+        split_cfg = _mapping(s.get("split"), f"{where}.split")
+        _check_keys(split_cfg, {"val_fraction", "test_fraction"}, f"{where}.split")
+        split = {"val_fraction": 0.1, "test_fraction": 0.2, **split_cfg}
         suites.append(SuiteSpec(
             name=str(s["name"]), dataset=str(s["dataset"]), attacks=_strings(s["attacks"], f"{where}.attacks"),
             victims=victims, select=str(s.get("select", "best-per-context")), select_aspect=s.get("select_aspect"),

@@ -62,7 +62,7 @@ def false_positive_rates(dets: Sequence[Any], clean: dict[str, dict[str, np.ndar
                 d = next(x for x in dets if x.name == name)
                 flags = susp[name] >= d.threshold
             pooled += flags.tolist()
-            per[set_name] = {"n": int(len(flags)), "flagged": int(flags.sum()),
+            per[set_name] = {"n": len(flags), "flagged": int(flags.sum()),
                              "rate": round(float(flags.mean()), 6) if len(flags) else None}
         per["pooled"] = {"n": len(pooled), "flagged": int(sum(pooled)),
                          "rate": round(float(np.mean(pooled)), 6) if pooled else None}
@@ -75,7 +75,7 @@ def roc(negatives: np.ndarray, positives: np.ndarray, max_points: int = 200) -> 
     strictest threshold to the loosest, and the area under the curve (ties count half)."""
     neg, pos = np.asarray(negatives, float), np.asarray(positives, float)
     if not len(neg) or not len(pos):
-        return {"auc": None, "points": [], "n_clean": int(len(neg)), "n_adversarial": int(len(pos))}
+        return {"auc": None, "points": [], "n_clean": len(neg), "n_adversarial": len(pos)}
     cuts = np.unique(np.concatenate([neg, pos]))[::-1]
     pts = [(0.0, 0.0)] + [(float(np.mean(neg >= c)), float(np.mean(pos >= c))) for c in cuts]
     if pts[-1] != (1.0, 1.0):
@@ -86,7 +86,7 @@ def roc(negatives: np.ndarray, positives: np.ndarray, max_points: int = 200) -> 
         keep = np.unique(np.linspace(0, len(pts) - 1, max_points).round().astype(int))
         pts = [pts[i] for i in keep]
     return {"auc": round(auc, 6), "points": [[round(x, 6), round(y, 6)] for x, y in pts],
-            "n_clean": int(len(neg)), "n_adversarial": int(len(pos))}
+            "n_clean": len(neg), "n_adversarial": len(pos)}
 
 
 def adversarial_suspicion(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, np.ndarray]:

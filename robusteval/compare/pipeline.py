@@ -33,7 +33,7 @@ from robusteval.compare.guarding import (
     false_positive_rates,
     roc,
 )
-from robusteval.errors import RobustevalError
+from robusteval.errors import InputError, RobustevalError
 from robusteval.types import Sample
 
 VARIANTS = ("plain", "guarded", "trained", "guarded+trained")
@@ -41,15 +41,23 @@ BASE_OF = {"guarded": "plain", "guarded+trained": "trained"}
 
 
 def _r(x: float | None, nd: int = 6) -> float | None:
-    return None if x is None or not np.isfinite(x) else round(float(x), nd)
+    """``nd`` decimals; six significant digits for tiny non-zero values (a calibrated threshold
+    just above 0 must not print as 0, which would mean "flag everything")."""
+    if x is None or not np.isfinite(x):
+        return None
+    x = float(x)
+    return float(f"{x:.6g}") if 0 < abs(x) < 10.0 ** -nd else round(x, nd)
+
+
+EXACT = ("threshold", "thresholds")  # kept exact: 1 + 1 ulp means "never fires", not 1
 
 
 def _rounded(obj: Any) -> Any:
-    """Floats rounded to 6 decimals throughout (the report is compared byte for byte)."""
+    """Floats rounded (see :func:`_r`) throughout, detector thresholds excepted."""
     if isinstance(obj, float):
         return _r(obj)
     if isinstance(obj, dict):
-        return {k: _rounded(v) for k, v in obj.items()}
+        return {k: v if k in EXACT else _rounded(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_rounded(v) for v in obj]
     return obj
@@ -102,13 +110,16 @@ def correlations(metric: Any, sets: dict[str, list[Sample]], folder: Path, resum
                  seed: int) -> dict[str, Any]:
     from robusteval.cli.common import score_with_log, slug
     from robusteval.metaeval import metaevaluate
-
     from robusteval.results import read_jsonl
 
     out: dict[str, Any] = {}
     for name, samples in sets.items():
         log = folder / f"{slug(name)}.jsonl"
-        scores = score_with_log(metric, samples, log, resume, desc=f"scoring {name} with {metric.name}")
+        try:
+            scores = score_with_log(metric, samples, log, resume, desc=f"scoring {name} with {metric.name}")
+        except InputError as exc:  # e.g. a reference-based metric on a set without references
+            out[name] = {"_skipped": f"{metric.name} cannot score {name}: {exc}"}
+            continue
         out[name] = metaevaluate(samples, scores, n_boot=n_boot, seed=seed)
         if hasattr(metric, "details"):  # guarded: which rated responses the guard touched (from the log,
             rows = {r["id"]: r for r in read_jsonl(log)}  # so a resumed run reports the same)
@@ -278,7 +289,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     clean = clean_suspicion(dets, cfg, glog, data_dir)
     guard: dict[str, Any] = {
         "detectors": [d.name for d in dets], "policy": cfg.guard.policy, "penalty": cfg.guard.penalty,
-        "thresholds": {d.name: _r(d.threshold) for d in dets},
+        "thresholds": {d.name: float(d.threshold) for d in dets},
         "thresholds_file": str(Path(thresholds).relative_to(out)) if Path(thresholds).is_relative_to(out)
         else thresholds,
         "false_positive_rate": false_positive_rates(dets, clean), "roc": {}}
@@ -300,7 +311,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 guarded_rows = read_jsonl(vout / "guarded" / "transfer" / "results.jsonl")
         adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
         guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
-                                             "threshold": _r(d.threshold)} for d in dets}
+                                             "threshold": float(d.threshold)} for d in dets}
         suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
                               "attacks": suite.attacks, "adaptive": adaptive_attacks(suite, cfg),
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},

@@ -34,6 +34,11 @@ def _plt() -> Any:
     return plt
 
 
+def _legend_above(ax: Any, n: int) -> None:
+    """The variants' legend in one row between the title and the plot, clear of the bars."""
+    ax.legend(ncols=n, fontsize=8, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+
+
 def asr_bars(victim: dict[str, Any], title: str) -> str:
     """Grouped bars: ASR per attack family, one bar per variant."""
     plt = _plt()
@@ -49,8 +54,8 @@ def asr_bars(victim: dict[str, Any], title: str) -> str:
     ax.set_xticks(range(len(fams)), [f.replace(" (", "\n(") for f in fams], fontsize=8)
     ax.set_ylabel("ASR (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(title)
-    ax.legend(ncols=len(vs), fontsize=8, loc="upper right", frameon=False)
+    ax.set_title(title, pad=22)
+    _legend_above(ax, len(vs))
     return _svg(fig)
 
 
@@ -68,8 +73,8 @@ def score_distributions(victim: dict[str, Any], title: str) -> str:
         ax.set_xlim(0, 100)
         ax.set_xlabel("victim score")
     axes[0][0].set_ylabel("density")
-    axes[0][-1].legend(fontsize=7, frameon=False)
-    fig.suptitle(title, fontsize=10)
+    axes[0][-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title, fontsize=10, y=1.08)
     return _svg(fig)
 
 
@@ -97,8 +102,8 @@ def correlation_bars(victim: dict[str, Any], title: str) -> str:
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks(range(len(keys)), [f"{c}\n{a}" for c, a in keys], fontsize=7)
     ax.set_ylabel("Spearman ρ")
-    ax.set_title(title)
-    ax.legend(ncols=len(vs), fontsize=8, frameon=False)
+    ax.set_title(title, pad=22)
+    _legend_above(ax, len(vs))
     return _svg(fig)
 
 

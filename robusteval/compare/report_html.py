@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 from robusteval.compare import plots
 from robusteval.compare.report_md import (
+    ADAPTIVE,
     FLAGGED,
     HEADLINE,
     LABEL,
+    adaptive_rows,
     asr_rows,
     available,
     correlation_rows,
     flagged_rows,
+    fpr_rows,
     headline_rows,
     pct,
 )
@@ -26,9 +30,8 @@ h1{font-size:1.7rem;margin:.2em 0}h2{margin-top:2.2em;border-bottom:2px solid #d
 h3{margin-top:1.6em;font-size:1.05rem}
 .lede{color:#4a5568;max-width:75ch}
 table{border-collapse:collapse;margin:.6em 0 1.2em;background:#fff;font-size:.86rem;box-shadow:0 1px 2px #0001}
-th,td{padding:5px 10px;border-bottom:1px solid #e6e9ef;text-align:right}
-th{background:#eef1f6;text-align:center}td:first-child,th:first-child{text-align:left}
-td.good{background:#e3f4e8}td.bad{background:#fbe4e4}
+th,td{padding:5px 10px;border-bottom:1px solid #e6e9ef}
+th{background:#eef1f6;text-align:center}td.num{text-align:right;font-variant-numeric:tabular-nums}td.txt{text-align:left}
 figure.plot{background:#fff;margin:.8em 0;padding:10px;box-shadow:0 1px 2px #0001;overflow-x:auto}
 figure.plot svg{max-width:100%;height:auto}figcaption{font-size:.8rem;color:#4a5568;margin-top:4px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:12px}
@@ -43,9 +46,14 @@ def esc(x: Any) -> str:
     return html.escape(str(x))
 
 
+NUMERIC = re.compile(r"^[-–0-9.,/ ()\[\]%e+]+$")
+
+
 def table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """An HTML table; numeric cells are right-aligned, text cells left-aligned."""
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f'<td class="{"num" if NUMERIC.match(str(c)) else "txt"}">{esc(c)}</td>'
+                                    for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -58,11 +66,12 @@ def cards(report: dict[str, Any]) -> str:
     items = []
     for sname, suite in report["suites"].items():
         for vname, victim in suite["victims"].items():
-            vs = available(victim)
-            best = min(vs, key=lambda v: victim["variants"][v]["overall"]["asr"] or 0.0)
-            items.append(f'<div class="card">{esc(sname)} · {esc(vname)}<b>'
-                         f'{pct(victim["variants"]["plain"]["overall"]["asr"])}% → '
-                         f'{pct(victim["variants"][best]["overall"]["asr"])}%</b>ASR plain → {esc(LABEL[best])}</div>')
+            defended = [v for v in available(victim) if v != "plain"]
+            best = min(defended, key=lambda v: victim["variants"][v]["overall"]["asr"] or 0.0)
+            before = pct(victim["variants"]["plain"]["overall"]["asr"])
+            after = pct(victim["variants"][best]["overall"]["asr"])
+            items.append(f'<div class="card">{esc(sname)} · {esc(vname)}<b>{before}% → {after}%</b>'
+                         f"ASR plain → best defense ({esc(LABEL[best])})</div>")
     return '<div class="cards">' + "".join(items) + "</div>"
 
 
@@ -82,12 +91,10 @@ def render(report: dict[str, Any]) -> str:
                                 "Attack success rate per family and direction, before and after each defense."))
             head, rows = asr_rows(victim)
             parts.append(table(head, rows, "asr"))
-            ta = [[LABEL[v], a, x["family"], pct((x["transfer"] or {}).get("asr")),
-                   pct((x["adaptive"] or {}).get("asr"))]
-                  for v in available(victim) for a, x in (victim["variants"][v].get("transfer_vs_adaptive") or {}).items()]
+            ta = adaptive_rows(victim)
             if ta:
                 parts.append("<h4>Adaptive vs transfer attacks on the guard</h4>")
-                parts.append(table(["variant", "attack", "family", "transfer ASR %", "adaptive ASR %"], ta, "adaptive"))
+                parts.append(table(ADAPTIVE, ta, "adaptive"))
             parts.append(figure("distributions", plots.score_distributions(victim, f"{vname}: clean vs adversarial"),
                                 "Victim scores of the clean originals and of their R- adversarial versions."))
             parts.append(figure("correlation", plots.correlation_bars(victim, f"{vname}: Spearman with humans"),
@@ -107,11 +114,8 @@ def render(report: dict[str, Any]) -> str:
     parts.append("<h2>Guard</h2>")
     parts.append(f"<p>Detectors {esc(', '.join(g['detectors']))}; policy <code>{esc(g['policy'])}</code>; "
                  f"thresholds from <code>{esc(g['thresholds_file'])}</code>.</p>")
-    sets = sorted({s for per in g["false_positive_rate"].values() for s in per})
-    parts.append(table(["detector", "threshold", *(f"FPR % {s}" for s in sets)],
-                       [[d, f"{g['thresholds'][d]:.4g}" if d in g["thresholds"] else "any",
-                         *(f"{pct(per[s]['rate'])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
-                        for d, per in g["false_positive_rate"].items()], "fpr"))
+    head, rows = fpr_rows(g)
+    parts.append(table(head, rows, "fpr"))
     parts.append('<div class="grid">' + "".join(
         figure("roc", plots.roc_curves(r, f"detector ROC: {s}"), "Held-out clean text vs R- adversarial text.")
         for s, r in g["roc"].items()) + "</div>")

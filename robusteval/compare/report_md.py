@@ -54,6 +54,32 @@ def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["family (direction)", *(LABEL[v] for v in vs)], rows
 
 
+ADAPTIVE = ["variant", "attack", "family", "transfer ASR %", "adaptive ASR %"]
+
+
+def adaptive_rows(victim: dict[str, Any]) -> list[list[str]]:
+    """Per guarded variant and adaptive attack: ASR of the transferred texts and of the rerun."""
+    return [[LABEL[v], a, x["family"], pct((x["transfer"] or {}).get("asr")), pct((x["adaptive"] or {}).get("asr"))]
+            for v in available(victim) for a, x in (victim["variants"][v].get("transfer_vs_adaptive") or {}).items()]
+
+
+def fmt_threshold(t: float) -> str:
+    """A detector threshold for people: flagged when suspicion >= t."""
+    if t > 1.0:
+        return "never fires"
+    if 0.0 < t < 1e-9:
+        return "> 0"
+    return f"{t:.3g}"
+
+
+def fpr_rows(guard: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    sets = sorted({s for per in guard["false_positive_rate"].values() for s in per})
+    rows = [[d, fmt_threshold(guard["thresholds"][d]) if d in guard["thresholds"] else "any",
+             *(f"{pct(per[s]['rate'])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
+            for d, per in guard["false_positive_rate"].items()]
+    return ["detector", "threshold", *(f"FPR % {s}" for s in sets)], rows
+
+
 def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     vs = available(victim)
     first = victim["variants"][vs[0]]["correlation"]
@@ -98,12 +124,9 @@ def markdown(report: dict[str, Any]) -> str:
         for vname, victim in suite["victims"].items():
             head, rows = asr_rows(victim)
             lines += [f"### {vname}: ASR % per family (applicable results)", "", *table(head, rows), ""]
-            ta = [(v, victim["variants"][v].get("transfer_vs_adaptive") or {}) for v in available(victim)]
-            ta_rows = [[LABEL[v], a, x["family"], pct((x["transfer"] or {}).get("asr")),
-                        pct((x["adaptive"] or {}).get("asr"))] for v, t in ta for a, x in t.items()]
+            ta_rows = adaptive_rows(victim)
             if ta_rows:
-                lines += [f"### {vname}: adaptive vs transfer attacks on the guard", "",
-                          *table(["variant", "attack", "family", "transfer ASR %", "adaptive ASR %"], ta_rows), ""]
+                lines += [f"### {vname}: adaptive vs transfer attacks on the guard", "", *table(ADAPTIVE, ta_rows), ""]
             head, rows = correlation_rows(victim)
             lines += [f"### {vname}: Spearman with human judgments [95% bootstrap CI]", "", *table(head, rows), ""]
             fl = flagged_rows(victim)
@@ -118,12 +141,7 @@ def markdown(report: dict[str, Any]) -> str:
     g = report["guard"]
     lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
               f"`{g['thresholds_file']}`.", ""]
-    sets = sorted({s for per in g["false_positive_rate"].values() for s in per})
-    lines += ["### False-positive rate % on held-out clean text", "",
-              *table(["detector", "threshold", *sets],
-                     [[d, f"{g['thresholds'][d]:.3g}" if d in g["thresholds"] else "any",
-                       *(f"{pct(per[s]['rate'])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
-                      for d, per in g["false_positive_rate"].items()]), ""]
+    lines += ["### False-positive rate % on held-out clean text", "", *table(*fpr_rows(g)), ""]
     suites = list(g["roc"])
     lines += ["### Detector ROC AUC (clean held-out text vs R- adversarial text)", "",
               *table(["detector", *suites], [[d, *(num(g["roc"][s][d]["auc"]) for s in suites)]
