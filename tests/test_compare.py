@@ -146,6 +146,15 @@ def test_config_rejects_split_keys_inside_train_data(tiny_bert, tmp_path) -> Non
         data_args(train, suite, cfg, None)
 
 
+@pytest.mark.parametrize("where, bad", [("attacks", ["nope"]), ("dataset", "no-such-set"), ("victims", ["nometric"])])
+def test_unknown_names_fail_before_any_work(tiny_bert, tmp_path, capsys, where, bad) -> None:
+    cfg = tiny_config(tiny_bert)
+    cfg["suites"][1][where] = bad
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
+    assert "unknown" in capsys.readouterr().err and not out.exists()
+
+
 # -- end to end ----------------------------------------------------------------------------
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
@@ -264,3 +273,33 @@ def test_report_renders_in_headless_chromium(compared, tmp_path) -> None:
 
     for variant, color in COLORS.items():  # every variant's bars are on screen
         assert painted(color) > 200, variant
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dialogue", "summarization"])
+def test_shipped_real_data_configs_run_on_a_few_contexts(name, data_dir, tmp_path) -> None:
+    """The real-data configs, cut down: their non-learned victims, the fast detectors, three
+    test contexts; every correlation set is scored and every attack family reported."""
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "configs" / "compare" / f"{name}.yaml").read_text())
+    cfg.update(budget=10, n_boot=20)
+    cfg["guard"]["detectors"] = FAST_DETECTORS
+    for suite in cfg["suites"]:
+        suite["limit"] = 3
+        suite["victims"] = [v for v in suite["victims"] if "train" not in v]
+    report = main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(tmp_path / "run"),
+                   "--data-dir", str(data_dir)])
+    assert report == 0
+    result = json.loads((tmp_path / "run" / "report.json").read_text())
+    suite = next(iter(result["suites"].values()))
+    assert suite["n_attacked"] == 3
+    for victim in suite["victims"].values():
+        corr = victim["variants"]["plain"]["correlation"]
+        assert set(corr) == set(suite["correlation_sets"]) and all("_skipped" not in c for c in corr.values())
+        assert victim["variants"]["guarded"]["asr"]
+
+
+def _dump(cfg: dict, folder: Path) -> Path:
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path

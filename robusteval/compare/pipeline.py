@@ -277,10 +277,39 @@ def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
                                          "examples_added_by_family")}}
 
 
+def check_names(cfg: CompareConfig) -> None:
+    """Every dataset, metric, attack, detector and clean set the config names exists: fail in a
+    second, not after an hour of calibration."""
+    from robusteval import data, detectors, metrics
+    from robusteval.detectors.clean import CLEAN_SETS
+    from robusteval.errors import UnknownNameError
+    from robusteval.training.data import parse_spec
+
+    known = set(detectors.names())
+    for d in cfg.guard.detectors:
+        name = d if isinstance(d, str) else (d.get("name") if isinstance(d, dict) else None)
+        if name not in known:
+            raise UnknownNameError(f"unknown detector {name!r} in guard.detectors (known: {', '.join(sorted(known))})")
+    for name in [*cfg.guard.calibrate.get("clean", []), *cfg.guard.fpr_sets]:
+        if name not in CLEAN_SETS:
+            raise UnknownNameError(f"unknown clean set {name!r} (known: {', '.join(sorted(CLEAN_SETS))})")
+    for suite in cfg.suites:
+        for name in [suite.dataset, *suite.correlation]:
+            data.info(name)
+        adaptive_attacks(suite, cfg)  # unknown attacks and adaptive names outside the suite fail here
+        for v in suite.victims:
+            metrics.info(v.name)
+            if v.train is not None:
+                for spec in v.train.data.get("datasets", []):
+                    data.info(parse_spec(spec)[0])
+
+
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 data_dir: str | None = None) -> dict[str, Any]:
     """Everything in the module docstring; returns the report (also written as report.json)."""
     from robusteval.results import JsonlLog
+
+    check_names(cfg)
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
