@@ -17,9 +17,12 @@ reuses finished models and retrains unfinished ones from scratch (same seed, sam
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import shutil
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,24 @@ def data_args(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, data_dir: 
             "data_dir": data_dir or cfg.data_dir}
 
 
+@contextlib.contextmanager
+def quiet_lightning() -> Iterator[None]:
+    """Lightning's banners (accelerator lines, seed, tips) and its small-dataset warnings off
+    while a comparison trains its models; progress bars and errors stay."""
+    names = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.seed", "lightning.pytorch")
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*(log_every_n_steps|LeafSpec|does not have many workers).*")
+        for lg in loggers:
+            lg.setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
+
+
 def fit_once(folder: Path, model_args: dict[str, Any], dargs: dict[str, Any], epochs: int, init: str | None,
              resume: bool) -> dict[str, Any]:
     """Train one model into ``folder`` (``export/`` adapter) unless a finished one is there."""
@@ -55,7 +76,8 @@ def fit_once(folder: Path, model_args: dict[str, Any], dargs: dict[str, Any], ep
         return json.loads(done.read_text(encoding="utf-8"))
     if folder.exists():
         shutil.rmtree(folder)  # an unfinished run: start it again from scratch
-    export, test_metrics = train_round(folder, model_args, dargs, epochs, init)
+    with quiet_lightning():
+        export, test_metrics = train_round(folder, model_args, dargs, epochs, init)
     record = {"export": export, "init": init, "epochs": epochs,
               "test_metrics": {k: round(v, 6) for k, v in sorted(test_metrics.items())}}
     write_json(done, record)
