@@ -27,7 +27,7 @@ def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str 
         path = str(spec.thresholds)
     else:
         path = str(out / "thresholds.json")
-        if not Path(path).is_file():  # the log refuses an existing folder unless resuming
+        if not Path(path).is_file():  # else: calibrated by this run before it was killed (--resume)
             clean = {n: load_clean(n, "calibration", data_dir or cfg.data_dir) for n in spec.calibrate["clean"]}
             table = calibrate(dets, clean, float(spec.calibrate.get("target_fpr", 0.01)),
                               combined=bool(spec.calibrate.get("combined", True)), log=log)
