@@ -1,14 +1,23 @@
-"""Append-only JSONL results that survive a kill and resume without loss or duplicates."""
+"""Append-only JSONL results that survive a kill and resume without loss or duplicates, the
+logged scoring loop built on them, and the provenance every result file carries."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import platform
+import re
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from robusteval.errors import DataFormatError
+import numpy as np
+
+from robusteval.errors import DataFormatError, RobustevalError
+from robusteval.types import Sample
 
 
 class JsonlLog:
@@ -103,3 +112,59 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n",
                    encoding="utf-8")
     os.replace(tmp, path)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+def git_commit() -> str | None:
+    try:
+        root = Path(__file__).resolve().parents[1]
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def provenance(config: dict[str, Any] | None = None) -> dict[str, Any]:
+    pkgs = {}
+    for name in ("robusteval", "torch", "transformers", "bert-score", "sacrebleu", "rouge-score",
+                 "nltk", "spacy", "peft", "lightning", "textattack", "numpy", "scipy"):
+        try:
+            pkgs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pkgs[name] = None
+    return {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "python": platform.python_version(), "platform": platform.platform(),
+            "git_commit": git_commit(), "packages": pkgs, "config": config or {}}
+
+
+def guard_row(metric: Any, sample: Sample) -> dict[str, Any]:
+    """``{"guard": details}`` for a guarded metric's last scoring of ``sample``, else ``{}``."""
+    details = getattr(metric, "details", None)
+    found = details(sample) if callable(details) else None
+    return {"guard": found} if found is not None else {}
+
+
+def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resume: bool,
+                   chunk: int = 32, desc: str = "scoring") -> np.ndarray:
+    """Score ``samples`` in chunks, appending ``{id, score}`` rows to ``log_path`` as they
+    finish; with ``resume`` rows already there are reused, so a killed run loses nothing."""
+    from tqdm import tqdm
+
+    log = JsonlLog(log_path, key="id", resume=resume)
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        raise RobustevalError("sample ids are not unique; cannot log scores by id")
+    todo = [s for s in samples if s.id not in log]
+    with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc, unit="sample",
+              dynamic_ncols=True, leave=False) as bar:
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            scores = metric.score(part)
+            log.append({"id": s.id, "score": float(v), **guard_row(metric, s)}
+                       for s, v in zip(part, scores, strict=True))
+            bar.update(len(part))
+    return np.array([log.rows[i]["score"] for i in ids], dtype=float)

@@ -155,6 +155,18 @@ def test_unknown_names_fail_before_any_work(tiny_bert, tmp_path, capsys, where, 
     assert "unknown" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
+    from robusteval.compare.pipeline import correlations
+    from robusteval.compare.report_md import correlation_rows
+
+    no_refs = [Sample(id=f"s{i}", task="dialogue", context=("hi",), response=f"reply {i}", human={"overall": float(i)})
+               for i in range(4)]
+    corr = correlations(metrics.load("rougeL"), {"no-references": no_refs}, tmp_path, False, 10, 0)
+    assert "reference" in corr["no-references"]["_skipped"]
+    victim = {"variants": {"plain": {"available": True, "correlation": corr}}}
+    assert correlation_rows(victim)[1] == [["no-references", "skipped", "", corr["no-references"]["_skipped"]]]
+
+
 # -- end to end ----------------------------------------------------------------------------
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
@@ -169,6 +181,12 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     # the guard floors the speaker-tag and copy attacks: their ASR cannot go up behind it
     plain, guarded = learned["variants"]["plain"]["asr"], learned["variants"]["guarded"]["asr"]
     assert guarded["dialogue-rules (R-)"]["primary"]["asr"] <= plain["dialogue-rules (R-)"]["primary"]["asr"]
+    # ... and it is the guard doing it: every speaker-tagged reply is flagged by speaker_tag and floored to 0
+    tagged = [r for r in map(json.loads, (out / "dialogue" / "tiny-evaluator" / "guarded" / "transfer" /
+                                          "results.jsonl").read_text().splitlines())
+              if r["attack"] == "speaker-tag-teacher" and r["applicable"]]
+    assert tagged and all("speaker_tag" in r["meta"]["guard"]["adversarial"]["flagged"] and r["victim_after"] == 0.0
+                          for r in tagged)
     # adaptive rows: the search attack rerun with the guard in the loop
     ta = learned["variants"]["guarded"]["transfer_vs_adaptive"]
     assert list(ta) == ["textfooler-neg"] and ta["textfooler-neg"]["adaptive"]["n"] > 0

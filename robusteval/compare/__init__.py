@@ -16,10 +16,9 @@ __all__ = ["VARIANTS", "CompareConfig", "compare", "parse", "run_compare"]
 def compare(config: dict[str, Any] | CompareConfig, out_dir: str | Path, resume: bool = False,
             data_dir: str | None = None) -> dict[str, Any]:
     """Run the comparison and write the three reports; returns the report."""
-    from robusteval.cli.common import provenance
     from robusteval.compare.report_html import render
     from robusteval.compare.report_md import markdown
-    from robusteval.results import write_json
+    from robusteval.results import provenance, write_json
 
     cfg = config if isinstance(config, CompareConfig) else parse(config)
     out = Path(out_dir)

@@ -22,7 +22,7 @@ import json
 import logging
 import shutil
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +85,12 @@ def fit_once(folder: Path, model_args: dict[str, Any], dargs: dict[str, Any], ep
 
 
 def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_samples: Sequence[Sample],
-                 all_attack_names: Sequence[str], out: Path, resume: bool, data_dir: str | None) -> dict[str, Any]:
-    """Base, trained and per-family models (see the module docstring); returns their exports."""
-    from robusteval import attacks, metrics
+                 all_attack_names: Sequence[str], out: Path, resume: bool, data_dir: str | None,
+                 load: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
+    """Base, trained and per-family models (see the module docstring). Returns their records
+    (exports, test metrics) and the base as a metric (``load(export)``), loaded once: it is
+    attacked here for training examples and is the comparison's plain variant."""
+    from robusteval import attacks
     from robusteval.attacks.runner import fooled, run_attacks, summarize
 
     dargs = data_args(train, suite, cfg, data_dir)
@@ -103,7 +106,7 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
         raise RobustevalError(f"generalization families {sorted(unknown)} are not among the training attacks' "
                               "families (or are held out)")
     pool = list(train_samples)[: train.train_limit]
-    victim = metrics.load("cross-encoder", checkpoint=base["export"])
+    victim = load(base["export"])
     adv_dir = out / "train_attacks"
     log = run_attacks(pool, train_attacks, victim, adv_dir / "results.jsonl", resume=resume, budget=cfg.budget)
     rows = list(log)
@@ -119,4 +122,5 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
                  for fam in train.generalization}
     return {"base": base, "trained": trained, "by_family": by_family,
             "train_attacks": sorted(a.name for a in train_attacks), "held_out": sorted(held),
-            "train_contexts_attacked": len(pool), "examples_added_by_family": dict(sorted(fooled_by_family.items()))}
+            "train_contexts_attacked": len(pool),
+            "examples_added_by_family": dict(sorted(fooled_by_family.items()))}, victim

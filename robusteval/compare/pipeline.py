@@ -108,9 +108,8 @@ def score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]
 
 def correlations(metric: Any, sets: dict[str, list[Sample]], folder: Path, resume: bool, n_boot: int,
                  seed: int) -> dict[str, Any]:
-    from robusteval.cli.common import score_with_log, slug
     from robusteval.metaeval import metaevaluate
-    from robusteval.results import read_jsonl
+    from robusteval.results import read_jsonl, score_with_log, slug
 
     out: dict[str, Any] = {}
     for name, samples in sets.items():
@@ -166,7 +165,10 @@ def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
 
 
 def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, dets: list[Any],
-               thresholds: str, out: Path, resume: bool, data_dir: str | None) -> dict[str, Any]:
+               thresholds: str, adaptive_names: list[str], out: Path, resume: bool,
+               data_dir: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The victim's report entry, and the guarded variant's transfer rows (their detector
+    suspicions of the adversarial texts feed the suite's ROC curves)."""
     from robusteval import attacks, detectors, metrics
     from robusteval.attacks.runner import run_attacks
     from robusteval.compare.learned import train_victim
@@ -179,19 +181,19 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         if victim.name != "cross-encoder":
             raise RobustevalError(f"victim {victim.label}: train: is supported for the cross-encoder metric "
                                   f"(LoRA over a HF encoder), not {victim.name!r}")
-        training = train_victim(victim.train, suite, cfg, sd.train, suite.attacks, out / "training", resume, data_dir)
-        models["plain"] = metrics.load("cross-encoder", **{**victim.options, "checkpoint": training["base"]["export"]})
-        models["trained"] = metrics.load("cross-encoder",
-                                         **{**victim.options, "checkpoint": training["trained"]["export"]})
-        family_models = {f: metrics.load("cross-encoder", **{**victim.options, "checkpoint": rec["export"]})
-                         for f, rec in training["by_family"].items()}
+        def load(export: str) -> Any:
+            return metrics.load("cross-encoder", **{**victim.options, "checkpoint": export})
+
+        training, models["plain"] = train_victim(victim.train, suite, cfg, sd.train, suite.attacks, out / "training",
+                                                 resume, data_dir, load)
+        models["trained"] = load(training["trained"]["export"])
+        family_models = {f: load(rec["export"]) for f, rec in training["by_family"].items()}
     else:
         models["plain"] = metrics.load(victim.name, **victim.options)
     for base in list(models):
         models[f"guarded+{base}" if base == "trained" else "guarded"] = detectors.guard(
             models[base], dets, policy=cfg.guard.policy, penalty=cfg.guard.penalty, thresholds=thresholds)
 
-    adaptive_names = adaptive_attacks(suite, cfg)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     variants: dict[str, Any] = {}
     for variant in VARIANTS:
@@ -230,7 +232,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     if training is not None:
         result["training"] = training_summary(training, out)
         result["generalization"] = generalization(victim, suite, sd, cfg, rows, family_models, out, resume)
-    return result
+    return result, rows["guarded"]["transfer"]
 
 
 def transfer_vs_adaptive(transfer: list[dict[str, Any]], adaptive: list[dict[str, Any]]) -> dict[str, Any]:
@@ -265,11 +267,11 @@ def generalization(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Com
 
 
 def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
+    def rel_path(p: str | None) -> str | None:
+        return p if not p or not Path(p).is_relative_to(out) else str(Path(p).relative_to(out))
+
     def rel(rec: dict[str, Any]) -> dict[str, Any]:
-        p = Path(rec["export"])
-        return {**rec, "export": str(p.relative_to(out)) if p.is_relative_to(out) else str(p),
-                "init": None if not rec.get("init") else (str(Path(rec["init"]).relative_to(out))
-                                                          if Path(rec["init"]).is_relative_to(out) else rec["init"])}
+        return {**rec, "export": rel_path(rec["export"]), "init": rel_path(rec.get("init"))}
 
     return {"base": rel(training["base"]), "trained": rel(training["trained"]),
             "by_family": {k: rel(v) for k, v in training["by_family"].items()},
@@ -307,7 +309,7 @@ def check_names(cfg: CompareConfig) -> None:
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 data_dir: str | None = None) -> dict[str, Any]:
     """Everything in the module docstring; returns the report (also written as report.json)."""
-    from robusteval.results import JsonlLog
+    from robusteval.results import JsonlLog, slug
 
     check_names(cfg)
 
@@ -327,22 +329,19 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     suites: dict[str, Any] = {}
     for suite in cfg.suites:
         sd = SuiteData(suite, cfg, data_dir)
+        adaptive = adaptive_attacks(suite, cfg)
         victims: dict[str, Any] = {}
         guarded_rows: list[dict[str, Any]] = []
         for victim in suite.victims:
-            from robusteval.cli.common import slug
-
             vout = out / slug(suite.name) / slug(victim.label)
-            victims[victim.label] = run_victim(victim, suite, sd, cfg, dets, thresholds, vout, resume, data_dir)
-            if not guarded_rows:  # detectors see the same texts whatever the victim: one victim's rows suffice
-                from robusteval.results import read_jsonl
-
-                guarded_rows = read_jsonl(vout / "guarded" / "transfer" / "results.jsonl")
+            victims[victim.label], transfer = run_victim(victim, suite, sd, cfg, dets, thresholds, adaptive, vout,
+                                                         resume, data_dir)
+            guarded_rows = guarded_rows or transfer  # the first victim's adversarial texts make the ROC positives
         adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
         guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
                                              "threshold": float(d.threshold)} for d in dets}
         suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
-                              "attacks": suite.attacks, "adaptive": adaptive_attacks(suite, cfg),
+                              "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
                               "victims": victims}
     return _rounded({"schema": "robusteval.compare/1", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,

@@ -85,6 +85,9 @@ def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]
     first = victim["variants"][vs[0]]["correlation"]
     rows = []
     for cset, per in first.items():
+        if "_skipped" in per:  # the metric cannot score this set (e.g. no references): say so
+            rows.append([cset, "skipped", "", per["_skipped"], *([""] * (len(vs) - 1))])
+            continue
         for aspect in (a for a in per if not a.startswith("_")):
             cells = []
             for v in vs:
