@@ -5,12 +5,18 @@ Thresholds are never hard-coded into decisions: every detector ships a documente
 and ``robusteval guard calibrate`` replaces it with one fitted on clean, human-written text
 to a target false-positive rate (saved as JSON, loaded with ``thresholds=``).
 
-Shared behaviour lives here so every detector treats odd input the same way: an empty or
-whitespace-only response gets suspicion 1.0 (there is nothing to evaluate; a sound metric
-should not reward it) and is *counted* in :meth:`Detector.report`; NaN is an error; values
-are clipped to [0, 1]. Each detector remembers its last 100,000 analyses (keyed by everything
-a detector may read from a sample), so text scored again (an original under a second variant,
-a search attack's repeated candidate) is not analyzed twice.
+Shared behaviour lives here so every detector treats odd input the same way: a text that is
+not valid Unicode (a lone surrogate) in any field is an :class:`InputError` naming the sample
+and the field; an empty or blank response (whitespace or invisible characters only, see
+:func:`robusteval.text.is_blank`) gets suspicion 1.0 (there is nothing to evaluate; a sound
+metric should not reward it) and is *counted* in :meth:`Detector.report`; NaN is an error;
+values are clipped to [0, 1].
+
+Each detector remembers its last 100,000 analyses, so text scored again (an original under a
+second variant, a search attack's repeated candidate) is not analyzed twice. The memo key is
+the tuple of the Sample fields the detector declares in ``reads`` (default: every field a
+detector may read: task, response, context, reference(s), fact, answer); a detector that
+reads fewer fields declares them, and a test checks each declaration by varying the others.
 """
 
 from __future__ import annotations
@@ -27,13 +33,20 @@ import numpy as np
 
 from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.registry import Registry
+from robusteval.text import check_sample_text, is_blank
 from robusteval.types import Sample
+
+MEMO_FIELDS = ("task", "response", "context", "reference", "references", "fact", "answer")
 
 DETECTORS: Registry[Any] = Registry("detector")
 
 
 def register_detector(cls: type) -> type:
     """Register a Detector subclass under its ``name`` with its metadata."""
+    unknown = set(cls.reads) - set(MEMO_FIELDS)
+    if unknown or "response" not in cls.reads:
+        raise TypeError(f"detector {cls.name}: reads must name Sample fields among {MEMO_FIELDS} "
+                        f"and include 'response' (got {cls.reads})")
     DETECTORS.register(cls.name, family=cls.family, source=cls.source,
                        default_threshold=cls.default_threshold, needs=list(cls.needs))(cls)
     return cls
@@ -47,6 +60,7 @@ class Detector(ABC):
     source: ClassVar[str] = ""
     default_threshold: ClassVar[float] = 0.5
     needs: ClassVar[tuple[str, ...]] = ()  # what the sample must carry besides the response
+    reads: ClassVar[tuple[str, ...]] = MEMO_FIELDS  # Sample fields _analyze may read (memo key)
 
     def __init__(self, threshold: float | None = None) -> None:
         self.threshold = float(self.default_threshold if threshold is None else threshold)
@@ -57,9 +71,9 @@ class Detector(ABC):
 
     MEMO_SIZE: ClassVar[int] = 100_000
 
-    @staticmethod
-    def _memo_key(s: Sample) -> Hashable:
-        return (s.response, s.context, s.reference, s.references, s.fact, s.answer)
+    def _memo_key(self, s: Sample) -> Hashable:
+        """Everything this detector reads from ``s`` (its ``reads``): equal keys, equal answers."""
+        return tuple(getattr(s, f) for f in self.reads)
 
     # -- public API ---------------------------------------------------------------------
     def analyze(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
@@ -68,7 +82,8 @@ class Detector(ABC):
         out: list[dict[str, Any] | None] = [None] * len(samples)
         todo: dict[Hashable, list[int]] = {}
         for i, s in enumerate(samples):
-            if not s.response or not s.response.strip():
+            check_sample_text(s)
+            if is_blank(s.response):
                 self.fallbacks["empty_response"] += 1
                 out[i] = {"suspicion": 1.0, "empty": True}
                 continue

@@ -66,6 +66,7 @@ class ContextCopy(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
+    reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
 
     def __init__(self, max_tokens: int = 400, threshold: float | None = None) -> None:

@@ -73,6 +73,7 @@ class GEC(Detector):
     family: ClassVar[str] = "grammar"
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.5
+    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def __init__(self, backend: str = "auto", remote_server: str | None = None, language: str = "en-US",
                  scale: float = 0.1, threshold: float | None = None) -> None:

@@ -66,6 +66,7 @@ class Generic(Detector):
     source: ClassVar[str] = ("Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2; "
                              "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models")
     default_threshold: ClassVar[float] = 0.75
+    reads: ClassVar[tuple[str, ...]] = ("task", "response")
 
     def __init__(self, tasks: tuple[str, ...] | list[str] = ("dialogue",), min_content: int = 4,
                  threshold: float | None = None) -> None:

@@ -115,7 +115,12 @@ class GuardedMetric(Metric):
         return self._details.get((sample.id, sample.response))
 
     def report(self) -> dict[str, Any]:
-        return {**self.metric.report(), "guard": {
+        """The wrapped metric's report; ``fallbacks`` adds the guard's own (blank responses
+        floored before they reach the wrapped metric)."""
+        inner = self.metric.report()
+        fallbacks = Counter(inner.get("fallbacks") or {})
+        fallbacks.update(self.fallbacks)
+        return {**inner, "fallbacks": dict(fallbacks), "guard": {
             "policy": self.policy, "penalty": self.penalty, "thresholds_file": self.thresholds,
             "scored": self.scored, "flagged": dict(self.flag_counts),
             "detectors": [d.report() for d in self.detectors]}}

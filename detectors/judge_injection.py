@@ -47,6 +47,7 @@ class JudgeInjection(Detector):
     source: ClassVar[str] = ("Chen et al. 2024, AdvEval (LLM evaluators steered by generated text); "
                              "Zhong et al. 2022, UniEval Boolean-QA input format")
     default_threshold: ClassVar[float] = 0.6
+    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         rows = []

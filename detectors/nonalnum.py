@@ -77,6 +77,7 @@ class NonAlnum(Detector):
     family: ClassVar[str] = "surface"
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.5
+    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
                  threshold: float | None = None) -> None:

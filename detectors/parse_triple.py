@@ -23,6 +23,7 @@ from robusteval.detectors import parsing
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.errors import InputError
+from robusteval.text import is_blank
 from robusteval.types import Sample
 
 AGAINST = ("auto", "reference", "source")
@@ -53,6 +54,7 @@ class ParseTriple(Detector):
     family: ClassVar[str] = "syntax"
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.95
+    reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references")
     needs: ClassVar[tuple[str, ...]] = ("reference or source",)
 
     def __init__(self, against: str = "auto", measure: str = "f1", threshold: float | None = None) -> None:
@@ -68,13 +70,13 @@ class ParseTriple(Detector):
         return f"against={self.against},measure={self.measure}"
 
     def trusted(self, s: Sample) -> tuple[str, ...]:
-        refs = tuple(r for r in s.all_references() if r.strip())
+        refs = tuple(r for r in s.all_references() if not is_blank(r))
         if self.against in {"auto", "reference"} and refs:
             return refs
         if self.against == "reference":
             raise InputError(s.id, "reference", "parse_triple(against='reference') needs a reference")
         src = s.source_text()
-        if not src.strip():
+        if is_blank(src):
             raise InputError(s.id, "context", "parse_triple needs a reference or a source / context")
         return (src,)
 

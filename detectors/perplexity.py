@@ -32,6 +32,7 @@ class Perplexity(Detector):
     source: ClassVar[str] = ("LM perplexity filter against ungrammatical attacks (Vasselli & Watanabe, Table 2; "
                              "Mu & Lim 2022 §6.2 broken sentences)")
     default_threshold: ClassVar[float] = 0.5
+    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def __init__(self, model: str | None = None, center: float = 2000.0, width: float = 1.0,
                  max_tokens: int = 512, threshold: float | None = None, backend: Any = None) -> None:

@@ -54,6 +54,7 @@ class SpeakerTag(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.7
+    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         rows = []

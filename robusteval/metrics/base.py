@@ -3,10 +3,14 @@
 :class:`Metric` does the shared input checks once, so every metric treats bad input the
 same way:
 
-* a sample whose response is empty or whitespace-only raises :class:`InputError` naming the
-  sample (``on_empty="error"``, the default), or gets ``empty_score`` (default 0.0) and is
-  *counted* in :attr:`Metric.fallbacks` and :meth:`report` (``on_empty="floor"``);
-* a reference-based metric given a sample without a reference raises :class:`InputError`;
+* every text of every sample must be valid Unicode (no lone surrogates): else
+  :class:`InputError` naming the sample and the field (:func:`robusteval.text.check_sample_text`);
+* a sample whose response is empty or *blank* (whitespace, zero-width, control or other
+  invisible characters only: :func:`robusteval.text.is_blank`) raises :class:`InputError`
+  naming the sample (``on_empty="error"``, the default), or gets ``empty_score`` (default
+  0.0) and is *counted* in :attr:`Metric.fallbacks` and :meth:`report` (``on_empty="floor"``);
+* a reference-based metric given a sample without a (visible) reference raises
+  :class:`InputError`;
 * a score that comes back NaN/inf is an error (it never leaks into results);
 * scores are clipped to [0, 100]; how many were clipped is counted too.
 """
@@ -22,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError, RobustevalError
+from robusteval.text import check_sample_text, is_blank
 from robusteval.types import TASKS, Sample
 
 ON_EMPTY = ("error", "floor")
@@ -49,11 +54,12 @@ class Metric(ABC):
         out = np.full(len(samples), np.nan, dtype=np.float64)
         todo: list[int] = []
         for i, s in enumerate(samples):
-            if not s.response or not s.response.strip():
+            check_sample_text(s)
+            if is_blank(s.response):
                 if self.on_empty == "error":
-                    raise InputError(s.id, "response", f"empty response; {self.name} cannot score "
-                                     "it (pass on_empty='floor' to score it as empty_score and "
-                                     "count it)")
+                    raise InputError(s.id, "response", f"empty or invisible-only response; {self.name} "
+                                     "cannot score it (pass on_empty='floor' to score it as "
+                                     "empty_score and count it)")
                 out[i] = self.empty_score
                 self.fallbacks["empty_response"] += 1
                 continue
@@ -75,8 +81,8 @@ class Metric(ABC):
 
     def check_sample(self, sample: Sample) -> None:
         """Raise InputError if ``sample`` lacks what this metric needs."""
-        if self.requires_reference and not sample.all_references():
-            raise InputError(sample.id, "reference", f"{self.name} needs a reference")
+        if self.requires_reference and all(is_blank(r) for r in sample.all_references()):
+            raise InputError(sample.id, "reference", f"{self.name} needs a non-empty reference")
 
     def reproducibility(self) -> str:
         """A string that pins model, settings and versions (like bert-score's hash code)."""
@@ -117,13 +123,13 @@ class PairMetric(Metric):
 
     def targets(self, sample: Sample) -> tuple[str, ...]:
         if self.against == "reference":
-            refs = tuple(r for r in sample.all_references() if r.strip())
+            refs = tuple(r for r in sample.all_references() if not is_blank(r))
         elif self.against == "context":
-            refs = (sample.source_text(),) if sample.source_text().strip() else ()
+            refs = (sample.source_text(),) if not is_blank(sample.source_text()) else ()
         elif self.against == "last_turn":
-            refs = (sample.context[-1],) if sample.context and sample.context[-1].strip() else ()
+            refs = (sample.context[-1],) if sample.context and not is_blank(sample.context[-1]) else ()
         else:
-            refs = (sample.fact,) if sample.fact and sample.fact.strip() else ()
+            refs = (sample.fact,) if sample.fact is not None and not is_blank(sample.fact) else ()
         return refs
 
     def check_sample(self, sample: Sample) -> None:
