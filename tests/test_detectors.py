@@ -242,3 +242,66 @@ def test_thresholds_file(tmp_path) -> None:
         detectors.load("nonalnum", thresholds=bad)
     with pytest.raises(DataFormatError, match="not found"):
         detectors.load("nonalnum", thresholds=tmp_path / "missing.json")
+
+
+# -- memo: keyed by every field a detector reads (issue 11, observation 10) -----------------
+def _build(name: str, tiny_lm) -> detectors.Detector:
+    options = {"gec": {"backend": "builtin"}, "perplexity": {"model": str(tiny_lm)}}
+    return detectors.load(name, **options.get(name, {}))
+
+
+# The same response under two tasks: generic and context_copy apply to dialogue only, so their
+# answers differ by task; before the fix the memo key left the task out and the second call
+# got the first call's answer.
+COPY = Sample(id="t1", task="dialogue", response="I don't know what you mean.",
+              context=("Tell me about the plan.", "I don't know what you mean."), reference="Sure, here it is.")
+VARIANTS = {
+    "task": ["summarization", "fact"],
+    "context": [(), ("A different document about the weather in Paris.",)],
+    "reference": [None, "Another reference about the plan."],
+    "references": [("One more reference.", "And another one here.")],
+    "fact": ["The plan was approved on Monday."],
+    "answer": ["Monday"],
+}
+
+
+@pytest.mark.parametrize("name", detectors.names())
+def test_memo_answers_do_not_depend_on_call_order(name: str, tiny_lm) -> None:
+    from dataclasses import replace
+
+    other = replace(COPY, id="t2", task="summarization")
+    fresh = [_build(name, tiny_lm).analyze([s])[0] for s in (COPY, other)]
+    for order in ((COPY, other), (other, COPY)):
+        det = _build(name, tiny_lm)
+        got = {s.id: det.analyze([s])[0] for s in order}
+        assert [got["t1"], got["t2"]] == fresh, order
+        hits = det.memo_hits
+        assert det.analyze(list(order)) == [got[s.id] for s in order]  # again: from the memo
+        assert det.memo_hits == hits + 2
+
+
+def test_task_changes_generic_and_context_copy_answers() -> None:
+    from dataclasses import replace
+
+    for name in ("generic", "context_copy"):
+        det = detectors.load(name)
+        dialogue, summary = det.detect([COPY])[0], det.detect([replace(COPY, task="summarization")])[0]
+        assert dialogue >= 0.75 and summary == 0.0, name
+
+
+@pytest.mark.parametrize("name", detectors.names())
+def test_declared_reads_cover_every_field_a_detector_reads(name: str, tiny_lm) -> None:
+    """Changing a field a detector does not declare in ``reads`` never changes its answer, so
+    the memo key (the declared fields) cannot serve a stale answer."""
+    from dataclasses import replace
+
+    from robusteval.detectors.base import MEMO_FIELDS
+
+    cls = detectors.DETECTORS.get(name)
+    assert set(cls.reads) <= set(MEMO_FIELDS) and "response" in cls.reads
+    base = _build(name, tiny_lm).analyze([COPY])[0]
+    for field, values in VARIANTS.items():
+        if field in cls.reads:
+            continue
+        for value in values:
+            assert _build(name, tiny_lm).analyze([replace(COPY, **{field: value})])[0] == base, (field, value)

@@ -91,6 +91,11 @@ def test_threshold_for_exact() -> None:
     assert threshold_for(np.ones(5), 0.01) > 1.0  # saturated on clean data: never fires
 
 
+def _counts(rate: dict[str, Any]) -> dict[str, Any]:
+    """The counts of a rate entry (intervals, if reported, are checked where they are computed)."""
+    return {k: rate[k] for k in ("n", "flagged", "rate")}
+
+
 def test_calibrate_splits_the_target_and_evaluate_reports_rates(tmp_path) -> None:
     clean = {"c": [S(i, "a b c " * (i % 7 + 1)) for i in range(100)]}
     result = calibrate([HasX(), detectors.load("nonalnum")], clean, target_fpr=0.02)
@@ -105,7 +110,7 @@ def test_calibrate_splits_the_target_and_evaluate_reports_rates(tmp_path) -> Non
                                    "adversarial": "x x a", "applicable": True}]
     attacked = [(r, S(0, r["adversarial"])) for r in rows]
     ev = evaluate([HasX(), detectors.load("nonalnum")], attacked, clean)
-    assert ev["detection_by_family"]["nonalnum"]["universal (R-)"] == {"n": 1, "flagged": 1, "rate": 1.0}
+    assert _counts(ev["detection_by_family"]["nonalnum"]["universal (R-)"]) == {"n": 1, "flagged": 1, "rate": 1.0}
     assert ev["detection_by_family"]["has_x"]["rules (R-)"]["rate"] == 1.0
     assert ev["detection_by_family"]["combined"]["universal (R-)"]["rate"] == 1.0
-    assert ev["false_positive_rate"]["combined"]["c"] == {"n": 100, "flagged": 0, "rate": 0.0}
+    assert _counts(ev["false_positive_rate"]["combined"]["c"]) == {"n": 100, "flagged": 0, "rate": 0.0}
