@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 from robusteval.errors import DataFormatError
 from robusteval.registry import Registry
+from robusteval.text import invalid_unicode
 from robusteval.types import HumanScale, Sample
 
 Loader = Callable[[Path], list[Sample]]
@@ -78,23 +81,131 @@ def read_text(path: Path) -> str:
         ) from None
 
 
+# A JSON \u escape of a UTF-16 surrogate (an odd number of backslashes before the "u"): the
+# only way a lone surrogate gets into a str read from a UTF-8 file.
+_SURROGATE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def find_invalid_text(value: Any, where: str = "") -> tuple[str, str] | None:
+    """(field path, problem) of the first string in a parsed JSON value (keys included) that
+    is not valid Unicode, e.g. ``("responses[2].text", "invalid Unicode: lone surrogate ...")``."""
+    if isinstance(value, str):
+        problem = invalid_unicode(value)
+        return (where or "(value)", problem) if problem else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = str(k)
+            if invalid_unicode(key):
+                return (where or "(object)", f"key {key!r}: {invalid_unicode(key)}")
+            found = find_invalid_text(v, f"{where}.{key}" if where else key)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = find_invalid_text(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _check_json_text(path: Path, text: str, value: Any, line: int | None = None) -> None:
+    """DataFormatError (file, line, field) if ``value``, parsed from ``text``, holds a lone
+    surrogate; files without any surrogate escape are not walked."""
+    escapes = list(_SURROGATE_ESCAPE.finditer(text))
+    if not escapes:
+        return
+    found = find_invalid_text(value)
+    if found is None:
+        return  # every escape was half of a valid pair (an emoji written as \ud83d\ude00)
+    field, problem = found
+    if line is None:  # whole-file JSON: the line of the first unpaired escape
+        line = _first_lone_escape_line(text, escapes)
+    raise DataFormatError(path, problem, line=line, field=field)
+
+
+def _first_lone_escape_line(text: str, escapes: list[re.Match[str]]) -> int | None:
+    """Line of the first surrogate escape that is not half of a high+low pair."""
+    pair_end = -1
+    for m in escapes:
+        if m.start() < pair_end:
+            continue  # the low half of the pair just seen
+        code = int(text[m.end() - 4:m.end()], 16)
+        if code <= 0xDBFF and _LOW_ESCAPE.match(text, m.end()):
+            pair_end = m.end() + 6
+            continue
+        return text.count("\n", 0, m.start()) + 1
+    return None
+
+
 def read_json(path: Path) -> Any:
+    """A whole JSON file; invalid JSON or a lone surrogate is a DataFormatError with the line."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    _check_json_text(path, text, value)
+    return value
 
 
 def read_json_list(path: Path) -> list[Mapping[str, Any]]:
-    data = read_json(path)
-    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+    """A JSON list of objects (see :func:`read_json_records` for their line numbers)."""
+    return [rec for _, rec in read_json_records(path)]
+
+
+def read_json_records(path: Path) -> list[tuple[int, Mapping[str, Any]]]:
+    """(line where the object starts, object) for a file holding a JSON list of objects, so
+    errors in a record name its real line; a lone surrogate is a DataFormatError naming the
+    line and the field."""
+    text = read_text(path)
+    decoder = json.JSONDecoder()
+    out: list[tuple[int, Mapping[str, Any]]] = []
+    line, counted = 1, 0  # line number of position ``counted``
+
+    def line_at(pos: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, pos)
+        counted = pos
+        return line
+
+    pos = _skip_ws(text, 0)
+    if not text.startswith("[", pos):
+        read_json(path)  # a syntax error names its line; valid JSON of another shape:
         raise DataFormatError(path, "expected a JSON list of objects")
-    return data
+    pos = _skip_ws(text, pos + 1)
+    closed = text.startswith("]", pos)
+    while not closed:
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        rec_line = line_at(pos)
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, "expected a JSON list of objects", line=rec_line)
+        _check_json_text(path, text[pos:end], obj, rec_line)
+        out.append((rec_line, obj))
+        pos = _skip_ws(text, end)
+        if text.startswith(",", pos):
+            pos = _skip_ws(text, pos + 1)
+        elif text.startswith("]", pos):
+            closed = True
+        else:
+            raise DataFormatError(path, "invalid JSON: expected ',' or ']'", line=line_at(pos))
+    if text[pos + 1:].strip():
+        raise DataFormatError(path, "invalid JSON: extra data after the list", line=line_at(pos + 1))
+    return out
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """(line number, object) for every non-blank line of a JSONL file."""
+    """(line number, object) for every non-blank line of a JSONL file; invalid JSON or a lone
+    surrogate in any string is a DataFormatError naming the line (and the field)."""
     for lineno, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -104,6 +215,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
             raise DataFormatError(path, f"invalid JSON: {exc.msg}", line=lineno) from None
         if not isinstance(obj, dict):
             raise DataFormatError(path, "expected a JSON object per line", line=lineno)
+        _check_json_text(path, line, obj, lineno)
         yield lineno, obj
 
 
@@ -136,12 +248,16 @@ def need(record: Mapping[str, Any], key: str, path: Path, line: int | None = Non
 
 
 def as_float(value: Any, path: Path, line: int | None, key: str) -> float:
+    """A finite human score, else a DataFormatError naming file, line and field (NaN, inf,
+    ``1e400`` and booleans are rejected, not loaded)."""
+    if isinstance(value, bool):
+        raise DataFormatError(path, f"not a number: {value!r}", line=line, field=key)
     try:
         out = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DataFormatError(path, f"not a number: {value!r}", line=line, field=key) from None
-    if out != out:  # NaN
-        raise DataFormatError(path, "NaN score", line=line, field=key)
+    if not math.isfinite(out):
+        raise DataFormatError(path, f"non-finite score {value!r}", line=line, field=key)
     return out
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from statistics import mean
 
-from robusteval.data.base import DatasetInfo, need, read_json_list, register_dataset
+from robusteval.data.base import DatasetInfo, as_float, need, read_json_records, register_dataset
 from robusteval.errors import DataFormatError
 from robusteval.types import HumanScale, Sample
 
@@ -43,11 +43,10 @@ def load_fed(path: Path, level: str) -> list[Sample]:
     aspects = TURN_ASPECTS if level == "turn" else DIAL_ASPECTS
     scales = {_key(a): HumanScale(0, hi) for a, hi in aspects.items()}
     samples = []
-    for i, rec in enumerate(read_json_list(path)):
+    for i, (where, rec) in enumerate(read_json_records(path)):
         is_turn = "response" in rec
         if is_turn != (level == "turn"):
             continue
-        where = i + 1
         annotations = need(rec, "annotations", path, where, dict)
         context, speakers = _turns(need(rec, "context", path, where))
         if is_turn:
@@ -59,7 +58,8 @@ def load_fed(path: Path, level: str) -> list[Sample]:
         human, na_counts, per_annotator = {}, {}, {}
         for aspect in aspects:
             values = annotations.get(aspect, [])
-            nums = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            nums = [as_float(v, path, where, f"annotations.{aspect}") for v in values
+                    if isinstance(v, int | float) and not isinstance(v, bool)]
             na_counts[_key(aspect)] = len(values) - len(nums)
             per_annotator[_key(aspect)] = nums
             if nums:

@@ -15,7 +15,7 @@ from robusteval.data.base import (
     as_float,
     attach_ground_truth,
     need,
-    read_json_list,
+    read_json_records,
     register_dataset,
     split_turns,
 )
@@ -27,8 +27,7 @@ _S = HumanScale
 
 def load_unieval_json(path: Path, name: str, task: str, aspects: dict[str, HumanScale]) -> list[Sample]:
     samples = []
-    for i, rec in enumerate(read_json_list(path)):
-        where = i + 1  # 1-based record index stands in for the line of a JSON list
+    for i, (where, rec) in enumerate(read_json_records(path)):
         output = need(rec, "system_output", path, where)
         source = need(rec, "source", path, where)
         scores = need(rec, "scores", path, where, dict)

@@ -10,7 +10,7 @@ from robusteval.data.base import (
     as_float,
     attach_ground_truth,
     need,
-    read_json_list,
+    read_json_records,
     register_dataset,
     split_turns,
 )
@@ -37,8 +37,7 @@ USR_PC_ASPECTS = {
 ))
 def load_usr_personachat(path: Path) -> list[Sample]:
     samples = []
-    for ci, ctx in enumerate(read_json_list(path)):
-        where = ci + 1
+    for ci, (where, ctx) in enumerate(read_json_records(path)):
         context = split_turns(need(ctx, "context", path, where))
         fact = need(ctx, "fact", path, where)
         for ri, resp in enumerate(need(ctx, "responses", path, where, list)):
