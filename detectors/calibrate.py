@@ -41,6 +41,8 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
     """Thresholds per detector fitted on ``clean`` (set name -> samples)."""
     if not 0.0 <= target_fpr < 1.0:
         raise ValueError(f"target FPR must be in [0, 1), got {target_fpr}")
+    from robusteval.stats import flag_rate
+
     per = target_fpr / len(detectors) if combined and detectors else target_fpr
     samples = [s for group in clean.values() for s in group]
     table: dict[str, Any] = {}
@@ -48,7 +50,7 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
         susp = detect_logged(d, samples, log, desc=f"calibrating {d.name}")
         t = threshold_for(susp, per)
         table[d.name] = {"threshold": t, "signature": d.signature(), "target_fpr": per,
-                         "calibration_fpr": float(np.mean(susp >= t)) if len(susp) else 0.0,
+                         "calibration_fpr": flag_rate(susp >= t)["rate"],
                          "n": len(samples), "never_fires": t > 1.0, "report": d.report()}
     return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per,
             "clean_sets": {k: len(v) for k, v in clean.items()}, "detectors": table}
@@ -57,25 +59,32 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
 # -- evaluation ----------------------------------------------------------------------------
 def adversarial_samples(rows: Sequence[dict[str, Any]],
                         by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:
-    """(row, sample with the adversarial response) for applicable rows, skipping fitting samples."""
+    """(row, sample with the adversarial response) for attacked rows with a changed text,
+    skipping fitting samples."""
+    from robusteval.asr import counted
+
     out = []
-    for r in rows:
-        if not r["applicable"] or r["adversarial"] is None or r.get("meta", {}).get("fitting_sample"):
+    for r in counted(rows):
+        if r.adversarial is None or r.adversarial == r.original:
             continue
-        base = by_id.get(r["sample_id"])
+        base = by_id.get(r.sample_id)
         if base is None:
-            raise DataFormatError("attack results", f"sample {r['sample_id']!r} is not in the dataset",
+            raise DataFormatError("attack results", f"sample {r.sample_id!r} is not in the dataset",
                                   field="sample_id")
-        out.append((r, base.with_response(r["adversarial"])))
+        out.append((r.to_dict(), base.with_response(r.adversarial)))
     return out
 
 
-def rates(flags: np.ndarray, groups: Sequence[str]) -> dict[str, dict[str, float | int]]:
-    """Share flagged per group (flags: bool [n])."""
-    out: dict[str, dict[str, float | int]] = {}
+def rates(flags: np.ndarray, groups: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Share flagged per group (flags: bool [n]), with its interval
+    (:func:`robusteval.stats.flag_rate`, the one FPR / detection-rate function)."""
+    from robusteval.stats import flag_rate
+
+    flags = np.asarray(flags, dtype=bool)
+    out: dict[str, dict[str, Any]] = {}
     for g in dict.fromkeys(groups):
         idx = [i for i, x in enumerate(groups) if x == g]
-        out[g] = {"n": len(idx), "flagged": int(flags[idx].sum()), "rate": float(flags[idx].mean()) if idx else 0.0}
+        out[g] = flag_rate(flags[idx])
     return out
 
 
@@ -104,21 +113,24 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
 
 
 def evaluation_markdown(result: dict[str, Any]) -> str:
-    """Detection rate per family (rows) x detector (columns), then FPR per clean set."""
+    """Detection rate per family (rows) x detector (columns), then FPR per clean set (each with
+    its 95 % interval)."""
+    from robusteval.stats import pct
+
     dets = list(result["detection_by_family"])
     fams = sorted({f for v in result["detection_by_family"].values() for f in v})
-    lines = ["### Detection rate (%) per attack family", "",
+    lines = ["### Detection rate (%, 95 % interval) per attack family", "",
              "| family (direction) | n | " + " | ".join(dets) + " |", "|---|---|" + "---|" * len(dets)]
     for f in fams:
         n = result["detection_by_family"][dets[0]][f]["n"]
-        cells = [f"{100 * result['detection_by_family'][d][f]['rate']:.1f}" for d in dets]
+        cells = [pct(result["detection_by_family"][d][f]) for d in dets]
         lines.append(f"| {f} | {n} | " + " | ".join(cells) + " |")
     sets = sorted({g for v in result["false_positive_rate"].values() for g in v})
-    lines += ["", "### False-positive rate (%) on held-out clean text", "",
+    lines += ["", "### False-positive rate (%, 95 % interval) on held-out clean text", "",
               "| clean set | n | " + " | ".join(dets) + " |", "|---|---|" + "---|" * len(dets)]
     for g in sets:
         n = result["false_positive_rate"][dets[0]][g]["n"]
-        cells = [f"{100 * result['false_positive_rate'][d][g]['rate']:.1f}" for d in dets]
+        cells = [pct(result["false_positive_rate"][d][g]) for d in dets]
         lines.append(f"| {g} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -41,3 +41,7 @@ class UnknownNameError(RobustevalError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class RunMismatchError(RobustevalError):
+    """``--resume`` was asked to continue an output folder written by a different run."""

@@ -16,24 +16,40 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.errors import DataFormatError, RobustevalError
+from robusteval.errors import DataFormatError, RobustevalError, RunMismatchError
 from robusteval.types import Sample
+
+FINGERPRINT_KEY = "_fingerprint"
 
 
 class JsonlLog:
     """One JSON object per line, keyed by ``key``; a torn last line (killed mid-write) is
-    dropped on open, so a resumed run rewrites exactly the rows that were not finished."""
+    dropped on open, so a resumed run rewrites exactly the rows that were not finished.
 
-    def __init__(self, path: str | os.PathLike[str], key: str = "id", resume: bool = False) -> None:
+    With ``fingerprint`` (what produced the log: see :func:`run_fingerprint`) a new log starts
+    with a header line ``{"_fingerprint": ...}``, and ``resume`` continues an existing log only
+    when its header is the same: a different run is refused with :class:`RunMismatchError`
+    naming the keys that differ, so rows of one run are never relabelled as another's.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], key: str = "id", resume: bool = False,
+                 fingerprint: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
         self.key = key
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rows: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
+        self.fingerprint = canonical(fingerprint) if fingerprint is not None else None
+        self.header: dict[str, Any] | None = None
+        if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
                 raise FileExistsError(f"{self.path} exists: pass --resume to continue it, or "
                                       "choose another --out-dir")
             self._load()
+            if self.fingerprint is not None:
+                check_same_run(self.path, self.header, self.fingerprint)
+        elif self.fingerprint is not None:
+            self._write([json.dumps({FINGERPRINT_KEY: self.fingerprint}, ensure_ascii=False) + "\n"])
+            self.header = self.fingerprint
 
     def _load(self) -> None:
         raw = self.path.read_bytes()
@@ -43,14 +59,23 @@ class JsonlLog:
                 break  # torn write: drop it
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 raise DataFormatError(self.path, "corrupt line (not JSON)",
                                       line=raw[:good_end].count(b"\n") + 1) from None
-            self.rows[str(obj[self.key])] = obj
             good_end += len(line)
+            if isinstance(obj, dict) and FINGERPRINT_KEY in obj:
+                self.header = obj[FINGERPRINT_KEY]
+                continue
+            self.rows[str(obj[self.key])] = obj
         if good_end != len(raw):
             with open(self.path, "r+b") as fh:
                 fh.truncate(good_end)
+
+    def _write(self, lines: list[str]) -> None:
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write("".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def __contains__(self, key: object) -> bool:
         return str(key) in self.rows
@@ -64,10 +89,7 @@ class JsonlLog:
             self.rows[k] = dict(row)
             lines.append(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
         if lines:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write("".join(lines))
-                fh.flush()
-                os.fsync(fh.fileno())
+            self._write(lines)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.rows.values())
@@ -79,19 +101,115 @@ class JsonlLog:
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of a JSONL file without modifying it: a torn last line (a killed writer) is
     skipped, a corrupt line before the end is an error naming the line."""
+    return _read(path)[1]
+
+
+def read_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The fingerprint header of a log written by :class:`JsonlLog` (None when it has none)."""
+    return _read(path)[0]
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     p = Path(path)
     rows = []
+    header = None
     lines = p.read_bytes().splitlines(keepends=True)
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             if n == len(lines) and not line.endswith(b"\n"):
                 break
-            raise DataFormatError(p, f"not JSON: {e.msg}", line=n) from None
-    return rows
+            raise DataFormatError(p, f"not JSON: {getattr(e, 'msg', e)}", line=n) from None
+        if isinstance(obj, dict) and FINGERPRINT_KEY in obj:
+            header = obj[FINGERPRINT_KEY]
+        else:
+            rows.append(obj)
+    return header, rows
+
+
+def canonical(obj: Any) -> Any:
+    """``obj`` as plain JSON values (tuples -> lists, numpy -> Python), for comparisons."""
+    return json.loads(json.dumps(obj, ensure_ascii=False, sort_keys=True, default=_jsonable))
+
+
+def differing_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths where two fingerprints differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new)):
+            out += differing_keys(old.get(k), new.get(k), f"{prefix}{k}.")
+        return out
+    return [] if old == new else [prefix.rstrip(".") or "(whole)"]
+
+
+def check_same_run(path: Path, recorded: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> None:
+    """Refuse to resume ``path`` unless it was written by the run ``wanted`` describes."""
+    if recorded is None:
+        raise RunMismatchError(f"{path} records no run fingerprint (written by another robusteval version "
+                               "or by hand): --resume cannot check it is the same run; use a new --out-dir")
+    diff = differing_keys(canonical(recorded), canonical(wanted))
+    if diff:
+        shown = "; ".join(f"{k}: {_lookup(recorded, k)!r} -> {_lookup(wanted, k)!r}" for k in diff[:8])
+        raise RunMismatchError(f"{path} was written by a different run ({len(diff)} setting(s) differ: {shown}"
+                               f"{' ...' if len(diff) > 8 else ''}); --resume continues only the same run: "
+                               "rerun with the same settings, or use a new --out-dir")
+
+
+def _lookup(d: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(part)
+    value = d
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def claim_folder(out: Path, fingerprint: Mapping[str, Any], resume: bool) -> None:
+    """Record ``fingerprint`` in ``out/fingerprint.json`` for a new run; on ``resume`` continue
+    only the run recorded there (:class:`RunMismatchError` otherwise); without ``resume`` an
+    existing run's folder is refused."""
+    path = Path(out) / "fingerprint.json"
+    if path.is_file():
+        if not resume:
+            raise FileExistsError(f"{out} holds an earlier run: pass --resume to continue it, or choose "
+                                  "another --out-dir")
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataFormatError(path, f"corrupt run fingerprint: {exc}") from None
+        check_same_run(path.parent, recorded, fingerprint)
+        return
+    if resume and Path(out).is_dir() and any(Path(out).iterdir()):
+        check_same_run(Path(out), None, fingerprint)  # outputs without a fingerprint: refuse
+    write_json(path, canonical(fingerprint))
+
+
+def code_version() -> dict[str, Any]:
+    from robusteval import __version__
+
+    return {"robusteval": __version__, "git_commit": git_commit()}
+
+
+def samples_digest(samples: Sequence[Sample]) -> dict[str, Any]:
+    """How many samples and a digest of their ids and texts: a different dataset, split,
+    selection or ``--limit`` gives a different digest."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for s in samples:
+        h.update(json.dumps([s.id, s.task, s.response, list(s.context), s.reference],
+                            ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return {"n": len(samples), "sha256": h.hexdigest()[:20]}
+
+
+def run_fingerprint(**parts: Any) -> dict[str, Any]:
+    """What identifies a run: the given parts (command, config, victim, attacks, seed, limit,
+    dataset...) plus the code version, as plain JSON."""
+    return canonical({**parts, "code": code_version()})
 
 
 def _jsonable(obj: Any) -> Any:
@@ -148,13 +266,60 @@ def guard_row(metric: Any, sample: Sample) -> dict[str, Any]:
     return {"guard": found} if found is not None else {}
 
 
+def counters(metric: Any) -> dict[str, int]:
+    """Every integer counter in ``metric.report()`` (fallbacks, clipping, guard flags, LLM
+    retries...), flattened to dotted keys."""
+    report = metric.report() if callable(getattr(metric, "report", None)) else {}
+    out: dict[str, int] = {}
+
+    def walk(obj: Any, prefix: str) -> None:
+        if isinstance(obj, Mapping):
+            for k, v in obj.items():
+                walk(v, f"{prefix}{k}.")
+        elif isinstance(obj, list):
+            for i, v in enumerate(obj):
+                walk(v, f"{prefix}{i}.")
+        elif isinstance(obj, int) and not isinstance(obj, bool):
+            out[prefix.rstrip(".")] = obj
+
+    walk(report, "")
+    return out
+
+
+def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """What changed between two :func:`counters` snapshots (non-zero differences only)."""
+    return {k: after[k] - before.get(k, 0) for k in sorted(after) if after[k] != before.get(k, 0)}
+
+
+def sum_counters(rows: Iterable[Mapping[str, Any]], field: str = "counters") -> dict[str, int]:
+    """The counters of a run, summed from its rows (never from process memory, so a resumed
+    run reports the whole run)."""
+    total: dict[str, int] = {}
+    for r in rows:
+        for k, v in (r.get(field) or {}).items():
+            total[k] = total.get(k, 0) + int(v)
+    return dict(sorted(total.items()))
+
+
+def metric_identity(metric: Any) -> str:
+    repro = getattr(metric, "reproducibility", None)
+    return repro() if callable(repro) else f"{type(metric).__module__}.{type(metric).__qualname__}"
+
+
 def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resume: bool,
-                   chunk: int = 32, desc: str = "scoring") -> np.ndarray:
+                   chunk: int = 32, desc: str = "scoring",
+                   fingerprint: Mapping[str, Any] | None = None) -> np.ndarray:
     """Score ``samples`` in chunks, appending ``{id, score}`` rows to ``log_path`` as they
-    finish; with ``resume`` rows already there are reused, so a killed run loses nothing."""
+    finish; with ``resume`` rows already there are reused, so a killed run loses nothing.
+
+    The log's fingerprint is the metric's reproducibility string, a digest of the samples and
+    ``fingerprint`` (the caller's settings): resuming with anything else is refused. The last
+    row of each chunk carries the change of the metric's counters over that chunk
+    (``counters``), so :func:`sum_counters` over the log gives the run's totals."""
     from tqdm import tqdm
 
-    log = JsonlLog(log_path, key="id", resume=resume)
+    fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
+    log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
         raise RobustevalError("sample ids are not unique; cannot log scores by id")
@@ -163,8 +328,31 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
               dynamic_ncols=True, leave=False) as bar:
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
+            before = counters(metric)
             scores = metric.score(part)
-            log.append({"id": s.id, "score": float(v), **guard_row(metric, s)}
-                       for s, v in zip(part, scores, strict=True))
+            delta = counter_delta(before, counters(metric))
+            rows = [{"id": s.id, "score": float(v), **guard_row(metric, s)}
+                    for s, v in zip(part, scores, strict=True)]
+            if delta:
+                rows[-1]["counters"] = delta
+            log.append(rows)
             bar.update(len(part))
     return np.array([log.rows[i]["score"] for i in ids], dtype=float)
+
+
+def score_summary(log_path: Path, ids: Sequence[str]) -> dict[str, Any]:
+    """n, mean, guard flags and counters of the rows of ``ids`` in a score log: what a
+    ``summary.json`` reports, computed from the log alone."""
+    rows = {str(r["id"]): r for r in read_jsonl(log_path)}
+    mine = [rows[i] for i in ids if i in rows]
+    scores = np.array([r["score"] for r in mine], dtype=float)
+    flagged: dict[str, int] = {}
+    guarded = [r for r in mine if r.get("guard")]
+    for r in guarded:
+        for name in r["guard"].get("flagged") or []:
+            flagged[name] = flagged.get(name, 0) + 1
+    return {"n": len(mine), "missing": len(ids) - len(mine),
+            "mean": float(scores.mean()) if len(scores) else None,
+            "guard": {"scored": len(guarded), "flagged_any": sum(bool(r["guard"].get("flagged")) for r in guarded),
+                      "flagged": dict(sorted(flagged.items()))} if guarded else None,
+            "counters": sum_counters(mine)}

@@ -60,6 +60,11 @@ class Sample:
         new_meta.update(meta)
         return replace(self, response=response, meta=new_meta)
 
+    def context_key(self) -> str:
+        """What identifies this sample's context: rated responses of the same dialogue context
+        (or document) share it, so splits, intervals and bootstraps resample by it."""
+        return "\n".join(self.context) if self.context else self.id
+
     def source_text(self) -> str:
         """The context as one string: turns joined by newlines, a document as is."""
         return "\n".join(self.context)

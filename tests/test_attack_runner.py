@@ -13,7 +13,9 @@ import numpy as np
 from robusteval import Sample, attacks
 from robusteval.attacks.base import AttackResult
 from robusteval.attacks.criteria import Criteria
-from robusteval.attacks.runner import run_attacks, summarize
+from robusteval.asr import summarize
+from robusteval.attacks.runner import run_attacks
+from robusteval.results import read_jsonl
 from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.base import Metric
 
@@ -50,13 +52,17 @@ def test_cached_victim_counts_calls_and_hits() -> None:
 def test_criteria() -> None:
     c = Criteria()
     r = AttackResult("a", "f", "s", "R-", "o", "x", "low", victim_before=50, victim_after=60, gold_after=10)
-    assert c.judge(r, reference_score=55) == {"gold": True, "beats_reference": True, "expectation": True}
+    assert c.judge(r, reference_score=55) == {"gold": True, "beats_reference": True, "expectation": True,
+                                              "invariance": None}
     r.victim_after = 45
-    assert c.judge(r, reference_score=55) == {"gold": False, "beats_reference": False, "expectation": False}
+    assert c.judge(r, reference_score=55) == {"gold": False, "beats_reference": False, "expectation": False,
+                                              "invariance": None}
     p = AttackResult("a", "f", "s", "R+", "o", "x", "high", victim_before=80, victim_after=20, gold_after=75)
-    assert c.judge(p, reference_score=None) == {"gold": True, "beats_reference": None, "expectation": True}
+    assert c.judge(p, reference_score=None) == {"gold": True, "beats_reference": None, "expectation": None,
+                                                "invariance": True}
     p.victim_after = 80.5
-    assert c.judge(p, None)["expectation"] is False  # moved less than the tolerance
+    assert c.judge(p, None)["invariance"] is False  # moved less than the tolerance
+    assert Criteria(invariance_tolerance=0.25).judge(p, None)["invariance"] is True
 
 
 def test_runner_rows_and_summary(tmp_path) -> None:
@@ -66,9 +72,10 @@ def test_runner_rows_and_summary(tmp_path) -> None:
     assert len(rows) == 8
     summ = summarize(rows)
     # "Cucumber" (1 word) never beats a 6-word answer; a prefixed answer always does
-    assert summ["generic-cucumber"]["asr"]["beats_reference"] == 0.0
-    assert summ["previous-utterance-prefix"]["asr"]["beats_reference"] == 1.0
-    assert summ["previous-utterance-prefix"]["asr"]["gold"] is None
+    assert summ["generic-cucumber"]["criteria"]["beats_reference"]["asr"] == 0.0
+    assert summ["previous-utterance-prefix"]["criteria"]["beats_reference"]["asr"] == 1.0
+    assert summ["previous-utterance-prefix"]["criteria"]["beats_reference"]["successes"] == 4
+    assert summ["previous-utterance-prefix"]["criteria"]["gold"]["asr"] is None
     assert summ["generic-cucumber"]["model_calls"] == 4
 
 
@@ -99,7 +106,8 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(tmp_path) -> No
     assert 15 <= len(partial) < 120, "the kill must land midway"
     chosen = [attacks.load(n) for n in ("generic-hello", "reversed-words", "repeat-words")]
     log = run_attacks(make_samples(40), chosen, LengthMetric(), out, resume=True, progress=False)
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    lines = read_jsonl(out)
+    assert "_fingerprint" in json.loads(out.read_text().splitlines()[0])  # the header, once
     keys = [x["key"] for x in lines]
     assert len(keys) == len(set(keys)) == 120 == len(log)
     fresh = run_attacks(make_samples(40), chosen, LengthMetric(), tmp_path / "fresh.jsonl", progress=False)

@@ -34,7 +34,7 @@ def test_textfooler_pos_lowers_score_with_synonyms_within_budget() -> None:
     a = attacks.load("textfooler-pos", delta=20, trace=True)
     r = a.run(GOOD, v, budget=300)
     assert r.applicable and r.direction == "R+"
-    assert r.victim_before == 50.0 and r.victim_after <= 30.0 and r.meta["goal_reached"]
+    assert r.meta["start_score"] == 50.0 and r.victim_after <= 30.0 and r.meta["goal_reached"]
     changed = [(x, y) for x, y in zip(GOOD.response.split(), r.adversarial.split(), strict=True) if x != y]
     assert 1 <= len(changed) <= 3 and all(x in WordListMetric.liked for x, _ in changed)
     assert v.model_calls <= 300 and r.trace
@@ -59,7 +59,8 @@ def test_textfooler_neg_starts_from_another_response_and_raises_score() -> None:
     r = a.run(bad, CachedVictim(WordListMetric()))
     assert r.original == "the film is good" and r.direction == "R-"
     # "film" -> its WordNet synonym "movie", a liked word: 10 -> 20
-    assert r.applicable and r.victim_before == 10.0 and r.victim_after == 20.0
+    # the start text's score is kept apart: victim_before is the clean original's (set by the runner)
+    assert r.applicable and r.meta["start_score"] == 10.0 and r.victim_after == 20.0 and r.victim_before is None
     assert r.adversarial == "the movie is good"
 
 
@@ -91,7 +92,7 @@ def test_bert_attack_candidates_from_masked_lm(tiny_mlm) -> None:
                for c in cands)
     r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5).run(GOOD, CachedVictim(WordListMetric()))
     # any replacement of a liked word by another vocabulary word lowers the score
-    assert r.direction == "R+" and r.applicable and r.victim_after < r.victim_before
+    assert r.direction == "R+" and r.applicable and r.victim_after < r.meta["start_score"]
 
 
 def test_textfooler_with_a_counter_fitted_embedding_file(tmp_path) -> None:
@@ -108,7 +109,7 @@ def test_textfooler_with_a_counter_fitted_embedding_file(tmp_path) -> None:
     cands = EmbeddingCandidates(str(path), max_candidates=5)(AttackedText("a good movie"), 1)
     assert [c.words[1] for c in cands] == ["decent"]  # banana is far: cosine < 0.5
     r = attacks.load("textfooler-pos", embedding=str(path), delta=10).run(GOOD, CachedVictim(WordListMetric()))
-    assert r.applicable and r.victim_after < r.victim_before
+    assert r.applicable and r.victim_after < r.meta["start_score"]
     assert r.meta["candidates"].startswith("embedding:")
 
 
@@ -122,13 +123,14 @@ class ConstantGold(Metric):
 def test_gold_gap_goal() -> None:
     from robusteval.attacks.search import GapGoal
 
-    assert GapGoal(maximize=False, gap=40).reached(gold=80, victim=40)
-    assert not GapGoal(maximize=False, gap=40).reached(gold=80, victim=41)
+    # AdvEval Eq. 3 is strict: a gap of exactly 40 is not enough
+    assert GapGoal(maximize=False, gap=40).reached(gold=80, victim=39.9)
+    assert not GapGoal(maximize=False, gap=40).reached(gold=80, victim=40)
     r = attacks.load("textfooler-pos", gold=ConstantGold(), gap=40).run(GOOD, CachedVictim(WordListMetric()))
-    # victim starts at 50: the gap 80 - victim >= 40 needs the score at or below 40
-    assert r.meta["goal"] == "gold-gap" and r.gold_before == 80.0
-    assert r.meta["goal_reached"] == (r.gold_after - r.victim_after >= 40)
-    assert r.meta["goal_reached"] and r.meta["changes"] == 1  # one swap (50 -> 40) is enough
+    # victim starts at 50: the gap 80 - victim > 40 needs the score below 40: one swap (50 -> 40) is not enough
+    assert r.meta["goal"] == "gold-gap" and r.meta["start_gold"] == 80.0
+    assert r.meta["goal_reached"] == (r.gold_after - r.victim_after > 40)
+    assert r.meta["goal_reached"] and r.meta["changes"] == 2
 
 
 def test_chunked_neighbours_match_a_full_sort(tmp_path) -> None:

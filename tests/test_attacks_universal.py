@@ -5,7 +5,8 @@ import json
 import numpy as np
 
 from robusteval import Sample, attacks
-from robusteval.attacks.runner import run_attacks, summarize
+from robusteval.asr import summarize
+from robusteval.attacks.runner import run_attacks
 from robusteval.attacks.universal import TRIGGER_CHARS, broken_string, decode
 from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.base import Metric
@@ -68,5 +69,6 @@ def test_runner_fits_once_saves_trigger_and_excludes_fitting_samples(tmp_path) -
     assert fitted["ga-trigger"]["fitted_on"] == ["s0", "s1", "s2"]
     rows = list(log)
     assert sum(bool(r["meta"].get("fitting_sample")) for r in rows) == 3
-    assert summarize(rows)["ga-trigger"]["n"] == 7
+    assert summarize(rows)["ga-trigger"]["attacked"] == 7 and summarize(rows)["ga-trigger"]["fitting"] == 3
+    assert summarize(rows)["ga-trigger"]["primary"]["n"] == 7
     assert {r["adversarial"] for r in rows} == {fitted["ga-trigger"]["trigger"]}

@@ -142,12 +142,17 @@ class EvaluatorModule(pl.LightningModule):
         self.log(f"{prefix}_spearman", float(np.mean(rhos)) if rhos else 0.0, prog_bar=True)
         adv = [r for r in rows if r["kind"] == "adv-" and r["orig"] is not None]
         if adv:
-            self.log(f"{prefix}_asr", float(np.mean([r["pred"] >= r["orig"] for r in adv])), prog_bar=True)
+            from robusteval.stats import proportion
+
+            # the expectation criterion on held-out R- examples: fooled when the model does not
+            # score the adversarial text below its original (the same rate function as every ASR)
+            self.log(f"{prefix}_asr", float(proportion([r["pred"] >= r["orig"] for r in adv])["rate"]),
+                     prog_bar=True)
             fams: dict[str, list[bool]] = defaultdict(list)
             for r in adv:
                 fams[r["family"] or "unknown"].append(r["pred"] >= r["orig"])
             for fam, hits in sorted(fams.items()):
-                self.log(f"{prefix}_asr/{fam}", float(np.mean(hits)))
+                self.log(f"{prefix}_asr/{fam}", float(proportion(hits)["rate"]))
 
     # -- checkpoints ----------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -29,7 +29,8 @@ from typing import Any
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from robusteval.attacks.runner import fooled, read_results
+from robusteval.asr import fooled
+from robusteval.attacks.runner import read_results
 from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.types import Sample
 
@@ -73,7 +74,7 @@ def normalized(sample: Sample, aspect: str) -> float | None:
 
 
 def context_key(sample: Sample) -> str:
-    return "\n".join(sample.context) if sample.context else sample.id
+    return sample.context_key()
 
 
 def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
@@ -110,25 +111,27 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
     for path in adversarial:
         rows, name = read_results(path)
         if name is None:
-            raise DataFormatError(path, "no summary.json beside the results (it names the dataset)")
+            raise DataFormatError(path, "the result rows do not name one dataset (rerun the attack)")
         by_id = {s.id: s for s in load(name, None)}  # attacks may come from samples past ``limit``
         for r in rows:
-            if not r.get("applicable") or not r.get("adversarial") or r.get("meta", {}).get("fitting_sample"):
+            if r.outcome != "attacked" or not r.adversarial or r.meta.get("fitting_sample"):
                 continue
-            if only_successful and not fooled(r):
+            if r.adversarial == r.original:  # an exhausted search's unchanged start text
                 continue
-            if adversarial_families is not None and r["family"] not in adversarial_families:
+            if only_successful and not fooled(r, "any"):
                 continue
-            base = by_id.get(r["sample_id"])
+            if adversarial_families is not None and r.family not in adversarial_families:
+                continue
+            base = by_id.get(r.sample_id)
             if base is None:
-                raise DataFormatError(path, f"sample {r['sample_id']!r} is not in dataset {name}", field="sample_id")
+                raise DataFormatError(path, f"sample {r.sample_id!r} is not in dataset {name}", field="sample_id")
             split, t = targets.get((name, base.id), (split_of(name, base, val_fraction, test_fraction, seed), None))
-            adv = base.with_response(r["adversarial"], attack=r["attack"])
-            if r["direction"] == "R-":
+            adv = base.with_response(r.adversarial, attack=r.attack)
+            if r.direction == "R-":
                 pool.items[split].append(Item(adv, adv_low_target, "adv-", name, original=base,
-                                              attack=r["attack"], family=r["family"]))
+                                              attack=r.attack, family=r.family))
             elif t is not None:
-                pool.items[split].append(Item(adv, t, "adv+", name, attack=r["attack"], family=r["family"]))
+                pool.items[split].append(Item(adv, t, "adv+", name, attack=r.attack, family=r.family))
             else:
                 pool.counts["adv+_without_human_score"] += 1
     if negatives:

@@ -58,18 +58,19 @@ def train_round(folder: Path, model_args: dict[str, Any], data_args: dict[str, A
 
 
 def asr_by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per family and direction: successes under the primary criterion (beats-reference for
-    R-, expectation for R+) over applicable results; see :mod:`robusteval.compare.asr`."""
-    from robusteval.compare.asr import asr_table
+    """Per family and direction: the primary-criterion ASR with its interval
+    (:func:`robusteval.asr.asr_table`), families with no attacked row left out."""
+    from robusteval.asr import asr_table
 
-    return {k: {"n": v["primary"]["n"], "asr": v["primary"]["asr"]} for k, v in asr_table(rows).items()
-            if v["primary"]["n"]}
+    return {k: v["primary"] for k, v in asr_table(rows).items() if v["primary"]["n"]}
 
 
 def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
            data_dir: str | None = None) -> dict[str, Any]:
     from robusteval import attacks, data, metrics
-    from robusteval.attacks.runner import fooled, run_attacks, summarize
+    from robusteval.asr import counted, fooled, summarize
+    from robusteval.attacks.criteria import Criteria
+    from robusteval.attacks.runner import run_attacks
     from robusteval.data.select import select
 
     out = Path(out_dir)
@@ -95,8 +96,17 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     all_attacks = attacks.select(acfg["attacks"], seed, acfg.get("attack_options"))
     train_attacks = [a for a in all_attacks if a.family not in held_out]
     budget = int(acfg.get("budget", 100))
+    criteria = Criteria.from_config(cfg.get("criteria"))
     state_path = out / "harden.json"
+    from robusteval.results import check_same_run, run_fingerprint
+
+    fingerprint = run_fingerprint(command="harden", config=cfg, data_dir=data_dir)
+    if state_path.is_file() and not resume:
+        raise FileExistsError(f"{state_path} exists: pass --resume to continue it, or choose another --out-dir")
     state: dict[str, Any] = json.loads(state_path.read_text()) if resume and state_path.is_file() else {"rounds": []}
+    if state["rounds"]:
+        check_same_run(state_path, state.get("fingerprint"), fingerprint)
+    state["fingerprint"] = fingerprint
     adversarial: list[str] = [p for r in state["rounds"] for p in r.get("adversarial_added", [])]
     init: str | None = state["rounds"][-1]["export"] if state["rounds"] else None
     for k in range(len(state["rounds"]), rounds + 1):
@@ -106,17 +116,17 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
         if k > 0:  # attack the current evaluator on train contexts; keep what fooled it
             victim = metrics.load("cross-encoder", checkpoint=init)
             log = run_attacks(train_pool, train_attacks, victim, folder / "train_attacks" / "results.jsonl",
-                              resume=resume, budget=budget)
+                              resume=resume, budget=budget, dataset=dataset, criteria=criteria)
             write_json(folder / "train_attacks" / "summary.json", {"dataset": dataset, "attacks": summarize(list(log))})
             adversarial.append(str(folder / "train_attacks"))
             added = [str(folder / "train_attacks")]
-            n_fooled = sum(fooled(r) for r in log)
+            n_fooled = sum(fooled(r, "any") and r.adversarial != r.original for r in counted(log))
         export, test_metrics = train_round(folder, model_args,
                                            {**data_args, "adversarial": list(adversarial), "only_successful": True},
                                            epochs if k == 0 else round_epochs, init)
         victim = metrics.load("cross-encoder", checkpoint=export)
         log = run_attacks(test_pool, all_attacks, victim, folder / "test_attacks" / "results.jsonl",
-                          resume=resume, budget=budget)
+                          resume=resume, budget=budget, dataset=dataset, criteria=criteria)
         rows = list(log)
         write_json(folder / "test_attacks" / "summary.json", {"dataset": dataset, "attacks": summarize(rows)})
         state["rounds"].append({"round": k, "export": export, "adversarial_added": added,
@@ -133,13 +143,15 @@ def markdown(state: dict[str, Any], held_out: set[str]) -> str:
     rounds = state["rounds"]
     fams = sorted({f for r in rounds for f in r["test_asr"]})
     head = "| family | " + " | ".join(f"round {r['round']}" for r in rounds) + " |"
-    lines = ["## ASR (%) on the test contexts per round", "",
+    from robusteval.stats import pct
+
+    lines = ["## ASR (%, 95 % interval) on the test contexts per round", "",
              "Round 0: trained on human judgments only; round k: + the successful adversarial examples of "
              "rounds 1..k. Families marked (held out) were never trained on.", "", head,
              "|---|" + "---|" * len(rounds)]
     for f in fams:
         tag = " (held out)" if f.split(" (")[0] in held_out else ""
-        cells = [f"{100 * r['test_asr'][f]['asr']:.1f}" if f in r["test_asr"] else "n/a" for r in rounds]
+        cells = [pct(r["test_asr"][f]) if f in r["test_asr"] else "n/a" for r in rounds]
         lines.append(f"| {f}{tag} | " + " | ".join(cells) + " |")
     keys = sorted({k for r in rounds for k in r["test_metrics"] if k.startswith("test_spearman")})
     lines += ["", "## Spearman with humans on the test splits", "", head, "|---|" + "---|" * len(rounds)]

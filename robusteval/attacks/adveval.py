@@ -89,9 +89,8 @@ class _AdvEval(Attack):
         return self.a * gold - victim if self.direction == "R+" else victim - self.a * gold
 
     def done(self, gold: float, victim: float) -> bool:
-        if self.direction == "R+":
-            return gold >= self.criteria.tau1_pos and gold - victim >= self.criteria.tau2
-        return gold <= self.criteria.tau1_neg and victim - gold >= self.criteria.tau2
+        """AdvEval's success criterion (Eq. 3), the same one the runner reports."""
+        return self.criteria.gold_verdict(self.direction, gold, victim)
 
     def prompt(self, sample: Sample, history: list[dict[str, Any]]) -> str:
         top = sorted(history, key=lambda h: h["feedback"])[-self.top_k:]
@@ -149,7 +148,8 @@ class _AdvEval(Attack):
         result = AttackResult(
             attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
             original=sample.response, adversarial=best["text"] if len(history) > 1 else None,
-            expected="high" if self.direction == "R+" else "low", applicable=len(history) > 1,
+            expected="high" if self.direction == "R+" else "low",
+            # no usable candidate is a failed attack (attacked, not fooled), not a skip
             note="" if len(history) > 1 else "the generator produced no usable candidate",
             victim_before=v0, victim_after=best["victim"] if len(history) > 1 else None,
             gold_before=g0, gold_after=best["gold"] if len(history) > 1 else None,

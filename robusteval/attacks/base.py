@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from robusteval.types import Sample
@@ -19,9 +19,27 @@ from robusteval.types import Sample
 DIRECTIONS = ("R+", "R-")
 
 
+ROW_SCHEMA = "robusteval.row/2"
+OUTCOMES = ("attacked", "skipped", "original_floored")
+
+
 @dataclass
-class AttackResult:
-    """One attack on one sample: texts, scores, success under each criterion, cost."""
+class ResultRow:
+    """One attack on one sample: the single result-row type every stage writes and reads.
+
+    ``outcome`` says how the row counts:
+
+    * ``attacked`` — the attack ran; ``success`` holds a verdict per criterion. A search that
+      exhausts its budget is *attacked and not fooled*: ``adversarial`` is its best candidate
+      and ``victim_after`` that candidate's score (``meta["exhausted"]`` is True).
+    * ``skipped`` — the attack cannot apply to this sample (no noun to change, no pool);
+      ``note`` gives the reason. Only these rows leave the ASR denominator.
+    * ``original_floored`` — a guarded victim already floored the clean original (a false
+      positive of its guard), so no attack on it can be judged; reported apart.
+
+    The row carries what a reader needs without side files: the dataset, the victim and its
+    reproducibility string, the criteria (with their version) and the guard's details.
+    """
 
     attack: str
     family: str
@@ -30,7 +48,7 @@ class AttackResult:
     original: str
     adversarial: str | None
     expected: str  # "high" (R+) or "low" (R-)
-    applicable: bool = True
+    outcome: str = "attacked"
     note: str = ""
     victim_before: float | None = None
     victim_after: float | None = None
@@ -42,9 +60,47 @@ class AttackResult:
     wall_time: float = 0.0
     trace: list[dict[str, Any]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+    dataset: str | None = None
+    victim: str | None = None
+    victim_repro: str | None = None
+    context_id: str | None = None
+    criteria: dict[str, Any] | None = None
+    schema: str = ROW_SCHEMA
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {self.outcome!r}")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
+
+    @property
+    def applicable(self) -> bool:
+        """True unless the attack could not apply (``skipped``)."""
+        return self.outcome != "skipped"
+
+    def skip(self, reason: str) -> ResultRow:
+        """Mark the row skipped (the attack cannot apply), with the reason."""
+        self.outcome, self.note, self.adversarial = "skipped", reason, None
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ResultRow:
+        """The row back from its JSON form; rows of an older schema are refused by name."""
+        if d.get("schema") != ROW_SCHEMA:
+            raise ValueError(f"row schema {d.get('schema')!r} is not {ROW_SCHEMA!r} (written by an older "
+                             "robusteval; rerun the attack into a new --out-dir)")
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+        return cls(**d)
+
+
+AttackResult = ResultRow  # the name attacks construct their results with
 
 
 class Attack(ABC):
@@ -87,7 +143,7 @@ class Attack(ABC):
 
 class Perturbation(Attack):
     """A static rewrite of the response; ``perturb`` returns None when it does not apply
-    (e.g. no stop word to remove), which the runner reports as not applicable."""
+    (e.g. no stop word to remove), which the runner records as ``skipped``."""
 
     @abstractmethod
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
@@ -100,7 +156,8 @@ class Perturbation(Attack):
         result = AttackResult(
             attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
             original=sample.response, adversarial=adv if applicable else None,
-            expected="high" if self.direction == "R+" else "low", applicable=applicable,
+            expected="high" if self.direction == "R+" else "low",
+            outcome="attacked" if applicable else "skipped",
             note="" if applicable else "perturbation does not change this sample",
         )
         result.wall_time = time.perf_counter() - start

@@ -1,25 +1,38 @@
 """Success criteria for attack results; every criterion is reported for every result.
 
-* ``gold`` (AdvEval, Chen et al. 2024, §3.1): an R+ text succeeds when the gold evaluator
-  rates it >= tau1 (70) and the victim rates it at least tau2 (40) below the gold; an R-
-  text succeeds when the gold rates it <= tau1 (30) and the victim at least tau2 above it.
-  None without a gold evaluator.
-* ``beats_reference`` (Vasselli & Watanabe 2023): an R- text succeeds when the victim scores
+* ``gold`` — AdvEval (Chen et al. 2024, §3.1 Eq. 3, thresholds from App. A.2): an R+ text
+  succeeds when the gold evaluator rates it *above* tau1 (70) and the victim rates it *more
+  than* tau2 (40) below the gold; an R- text succeeds when the gold rates it *below* tau1
+  (30) and the victim more than tau2 above it. Both inequalities are strict, as in the
+  paper. None without a gold evaluator.
+* ``beats_reference`` — Vasselli & Watanabe (§3): an R- text succeeds when the victim scores
   it at least as high as the reference (ties count). None for R+.
-* ``expectation`` (Hu et al. 2024 directional / invariance tests): an R- attack should make
-  the victim's score drop, so it succeeds when the score does not drop; an R+ attack should
-  leave it unchanged, so it succeeds when the score moves by more than ``tolerance``. For an
-  aspect-targeted attack (``meta["aspect"]``) the victim's own aspect decides: if it is the
-  targeted aspect or one of its ancestors the directional test applies; if it is unrelated
-  (neither ancestor nor descendant) the invariance test applies (the score must not move);
-  for a descendant there is no expectation (None).
+* ``expectation`` — the directional / invariance expectations of Hu et al. 2024 (Table 19)
+  for R- texts: the victim's score should drop, so the attack succeeds when it does not drop.
+  For an aspect-targeted attack (``meta["aspect"]``) the victim's own aspect decides: if it
+  is the targeted aspect or one of its ancestors the directional test applies; if it is
+  unrelated (neither ancestor nor descendant) the invariance test applies (the score must
+  not move by more than ``invariance_tolerance``); for a descendant there is no expectation
+  (None). None for R+.
+* ``invariance`` — **robusteval's own** criterion for R+ texts without a gold evaluator (no
+  source paper defines one): a meaning-preserving rewrite should leave the score where it
+  was, so the attack succeeds when the score moves by more than ``invariance_tolerance``
+  points (default 1.0 on the 0-100 scale) in either direction. None for R-.
+
+A row whose attack ran but produced no candidate at all (``adversarial`` None) is a failed
+attack: every criterion that applies to its direction says False.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from robusteval.attacks.base import AttackResult
+
+CRITERIA = ("gold", "beats_reference", "expectation", "invariance")
+CRITERIA_VERSION = "robusteval.criteria/2"  # /2: strict AdvEval Eq. 3; invariance split from expectation
+PRIMARY = {"R-": "beats_reference", "R+": "invariance"}
 
 
 def expectation_test(attack_aspect: str | None, victim_aspect: str) -> str | None:
@@ -49,30 +62,57 @@ def victim_aspect(metric: object) -> str:
 
 @dataclass(frozen=True)
 class Criteria:
+    """Thresholds of the criteria above (config key ``criteria:``)."""
+
     tau1_pos: float = 70.0
     tau1_neg: float = 30.0
     tau2: float = 40.0
-    tolerance: float = 1.0
+    invariance_tolerance: float = 1.0
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any] | None) -> Criteria:
+        from robusteval.errors import RobustevalError
+
+        cfg = dict(cfg or {})
+        unknown = set(cfg) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise RobustevalError(f"unknown criteria option(s) {sorted(unknown)}; "
+                                  f"use {', '.join(cls.__dataclass_fields__)}")
+        return cls(**{k: float(v) for k, v in cfg.items()})
+
+    def describe(self) -> dict[str, Any]:
+        """The settings and version, as every result row records them."""
+        return {"version": CRITERIA_VERSION, **asdict(self)}
+
+    def gold_verdict(self, direction: str, gold: float, victim: float) -> bool:
+        """AdvEval Eq. 3 (strict inequalities)."""
+        if direction == "R+":
+            return gold > self.tau1_pos and gold - victim > self.tau2
+        return gold < self.tau1_neg and victim - gold > self.tau2
 
     def judge(self, r: AttackResult, reference_score: float | None,
               victim_aspect: str = "Overall_quality") -> dict[str, bool | None]:
-        if not r.applicable or r.victim_after is None:
-            return {"gold": None, "beats_reference": None, "expectation": None}
-        gold: bool | None = None
+        none: dict[str, bool | None] = dict.fromkeys(CRITERIA)
+        if r.outcome != "attacked":
+            return none
+        if r.adversarial is None or r.victim_after is None:  # ran, found nothing: failed
+            return {"gold": False if r.gold_before is not None else None,
+                    "beats_reference": False if r.direction == "R-" and reference_score is not None else None,
+                    "expectation": False if r.direction == "R-" else None,
+                    "invariance": False if r.direction == "R+" else None}
+        out = dict(none)
         if r.gold_after is not None:
-            if r.direction == "R+":
-                gold = r.gold_after >= self.tau1_pos and r.gold_after - r.victim_after >= self.tau2
-            else:
-                gold = r.gold_after <= self.tau1_neg and r.victim_after - r.gold_after >= self.tau2
-        beats: bool | None = None
+            out["gold"] = self.gold_verdict(r.direction, r.gold_after, r.victim_after)
         if r.direction == "R-" and reference_score is not None:
-            beats = r.victim_after >= reference_score
-        expectation: bool | None = None
+            out["beats_reference"] = r.victim_after >= reference_score
         if r.victim_before is not None:
-            moved = abs(r.victim_after - r.victim_before) > self.tolerance
-            test = expectation_test(r.meta.get("aspect"), victim_aspect) if r.direction == "R-" else "invariance"
-            if test == "directional":
-                expectation = r.victim_after >= r.victim_before
-            elif test == "invariance":
-                expectation = moved
-        return {"gold": gold, "beats_reference": beats, "expectation": expectation}
+            moved = abs(r.victim_after - r.victim_before) > self.invariance_tolerance
+            if r.direction == "R+":
+                out["invariance"] = moved
+            else:
+                test = expectation_test(r.meta.get("aspect"), victim_aspect)
+                if test == "directional":
+                    out["expectation"] = r.victim_after >= r.victim_before
+                elif test == "invariance":
+                    out["expectation"] = moved
+        return out

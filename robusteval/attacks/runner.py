@@ -8,39 +8,38 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from robusteval.attacks.base import Attack
+from robusteval.attacks.base import Attack, ResultRow
 from robusteval.attacks.criteria import Criteria, victim_aspect
 from robusteval.attacks.victim import CachedVictim
 from robusteval.errors import DataFormatError
-from robusteval.results import JsonlLog, read_jsonl, write_json
+from robusteval.results import (
+    JsonlLog,
+    counter_delta,
+    counters,
+    metric_identity,
+    read_jsonl,
+    run_fingerprint,
+    samples_digest,
+    write_json,
+)
 from robusteval.types import Sample
 
-CRITERIA = ("gold", "beats_reference", "expectation")
 
-
-RESULT_FIELDS = ("attack", "family", "sample_id", "adversarial", "applicable", "direction")
-
-
-def read_results(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows of a ``results.jsonl`` written by :func:`run_attacks` (or its folder) and the
-    dataset named by the ``summary.json`` beside it (None when there is none)."""
+def read_results(path: str | os.PathLike[str]) -> tuple[list[ResultRow], str | None]:
+    """Rows of a ``results.jsonl`` written by :func:`run_attacks` (or its folder), typed, and
+    the dataset they were run on (recorded in every row; None when the rows do not say)."""
     p = Path(path)
     p = p / "results.jsonl" if p.is_dir() else p
-    rows = read_jsonl(p)
-    for n, row in enumerate(rows, 1):
-        missing = [f for f in RESULT_FIELDS if f not in row]
-        if missing:
-            raise DataFormatError(p, "not an attack-runner results file", line=n, field=missing[0])
-    summary = p.with_name("summary.json")
-    dataset = json.loads(summary.read_text(encoding="utf-8")).get("dataset") if summary.is_file() else None
-    return rows, dataset
-
-
-def fooled(row: dict[str, Any]) -> bool:
-    """True when an applicable result succeeded under at least one criterion."""
-    return bool(row.get("applicable")) and any(bool(v) for v in (row.get("success") or {}).values())
+    if not p.is_file():
+        raise DataFormatError(p, "no attack results here (expected a results.jsonl or its folder)")
+    rows = []
+    for n, raw in enumerate(read_jsonl(p), 1):
+        try:
+            rows.append(ResultRow.from_dict(raw))
+        except (TypeError, ValueError) as exc:
+            raise DataFormatError(p, f"not an attack-runner result row: {exc}", line=n + 1) from None
+    datasets = {r.dataset for r in rows if r.dataset}
+    return rows, (datasets.pop() if len(datasets) == 1 else None)
 
 
 def yardstick(sample: Sample, victim_metric: Any) -> str:
@@ -51,6 +50,13 @@ def yardstick(sample: Sample, victim_metric: Any) -> str:
     against_reference = bool(getattr(victim_metric, "requires_reference", False)) and \
         getattr(victim_metric, "against", "reference") == "reference"
     return sample.response if against_reference else (sample.reference or sample.response)
+
+
+def context_id(sample: Sample) -> str:
+    """A short stable id of the sample's context (rows sharing it are resampled together)."""
+    import hashlib
+
+    return hashlib.sha1(sample.context_key().encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def result_key(attack: str, sample_id: str) -> str:
@@ -75,13 +81,43 @@ def fit_attacks(attacks: Sequence[Attack], fit_on: Sequence[Sample], victim: Cac
     return saved
 
 
+def attack_identity(attack: Attack) -> dict[str, Any]:
+    """An attack's name and the settings that change what it does (public, plain-valued
+    attributes), for run fingerprints."""
+    import hashlib
+
+    opts: dict[str, Any] = {}
+    for k, v in sorted(vars(attack).items()):
+        if k.startswith("_") or not isinstance(v, str | int | float | bool | type(None) | list | tuple | dict):
+            continue
+        text = json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+        # long values (a replay's recorded rows, a fitted trigger's pool) by digest
+        opts[k] = v if len(text) <= 200 else {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+                                              .hexdigest()[:20], "len": len(text)}
+    return {"name": attack.name, "class": f"{type(attack).__module__}.{type(attack).__qualname__}", "options": opts}
+
+
+def original_floored(victim_metric: Any, sample: Sample, before: float) -> bool:
+    """True when a guarded victim floored the clean original itself (its guard flagged it and
+    the policy set its score to 0): an attack on it cannot be judged."""
+    details = getattr(victim_metric, "details", None)
+    found = details(sample) if callable(details) else None
+    return bool(found and found.get("flagged")) and getattr(victim_metric, "policy", None) == "floor" \
+        and before == 0.0
+
+
 def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_metric: Any,
                 out_path: str | os.PathLike[str], resume: bool = False, budget: int = 300,
                 gold_metric: Any = None, criteria: Criteria | None = None,
                 progress: bool = True, fit_on: Sequence[Sample] | None = None,
-                fit_size: int = 8) -> JsonlLog:
-    """Attack every sample with every attack; one JSONL row per (attack, sample), appended as
-    soon as it is done. With ``resume`` finished rows are kept and not recomputed.
+                fit_size: int = 8, dataset: str | None = None,
+                fingerprint: dict[str, Any] | None = None) -> JsonlLog:
+    """Attack every sample with every attack; one JSONL row (:class:`ResultRow`) per
+    (attack, sample), appended as soon as the sample is done. With ``resume`` finished rows
+    are kept and not recomputed -- but only when the log was written by the same run: the
+    victim's reproducibility string, the attacks and their options, the budget, the criteria,
+    the samples (dataset, split, limit) and ``fingerprint`` (the caller's settings) must all
+    match, else :class:`~robusteval.errors.RunMismatchError` names what differs.
 
     The beats-reference criterion compares with the sample's reference when it has one and
     with the original (human) response otherwise, as Vasselli & Watanabe do (see
@@ -95,7 +131,13 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     aspect_of_victim = victim_aspect(victim_metric)
     victim = CachedVictim(victim_metric)
     gold = CachedVictim(gold_metric) if gold_metric is not None else None
-    log = JsonlLog(out_path, key="key", resume=resume)
+    victim_repro = metric_identity(victim_metric)
+    fp = run_fingerprint(victim=victim_repro, gold=metric_identity(gold_metric) if gold_metric is not None else None,
+                         attacks=[attack_identity(a) for a in attacks], budget=budget,
+                         criteria=criteria.describe(), dataset=dataset, samples=samples_digest(samples),
+                         fit_size=fit_size, fit_on=[s.id for s in fit_on] if fit_on is not None else None,
+                         **(fingerprint or {}))
+    log = JsonlLog(out_path, key="key", resume=resume, fingerprint=fp)
     fit_on = list(fit_on) if fit_on is not None else list(samples[:fit_size])
     fitted = fit_attacks(attacks, fit_on, victim, Path(out_path).with_name("fitted.json"))
     fitting_ids = {sid for state in fitted.values() for sid in state.get("fitted_on", [])}
@@ -106,14 +148,17 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
                disable=not progress, dynamic_ncols=True)
+    crit = criteria.describe()
     for sample in samples:
         pending = [a for a in attacks if result_key(a.name, sample.id) not in log]
         if not pending:
             continue
+        counters0 = counters(victim_metric)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
         before, reference_score = (float(v) for v in victim.score(
             sample, [sample.response, yardstick(sample, victim_metric)]))
+        floored = original_floored(victim_metric, sample, before)
         gold_before = gold.score_one(sample, sample.response) if gold else None
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below
@@ -125,7 +170,8 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
             r.model_calls += calls1 - calls0
             r.cache_hits += hits1 - hits0
             results.append((attack, r))
-        todo = [r for _, r in results if r.applicable and r.adversarial is not None and r.victim_after is None]
+        todo = [r for _, r in results if r.outcome == "attacked" and r.adversarial is not None
+                and r.victim_after is None]
         if todo:
             scores, scored = victim.score_with_status(sample, [r.adversarial for r in todo])  # type: ignore[misc]
             for r, v, real in zip(todo, scores, scored, strict=True):
@@ -133,69 +179,36 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                 r.model_calls += int(real)  # the first result asking for a new text pays for it
                 r.cache_hits += int(not real)
         if gold is not None:
-            need_gold = [r for _, r in results if r.applicable and r.adversarial is not None and r.gold_after is None]
+            need_gold = [r for _, r in results if r.outcome == "attacked" and r.adversarial is not None
+                         and r.gold_after is None]
             if need_gold:
                 for r, g in zip(need_gold, gold.score(sample, [r.adversarial for r in need_gold]), strict=True):
                     r.gold_after = float(g)
         rows = []
         for attack, r in results:
+            # the clean original's scores (a search's own start text is in its meta)
             r.victim_before = before if r.victim_before is None else r.victim_before
             r.gold_before = gold_before if r.gold_before is None else r.gold_before
+            if floored and r.outcome == "attacked":
+                r.outcome, r.note = "original_floored", "the guard floored the clean original to 0"
             r.success = criteria.judge(r, reference_score, aspect_of_victim)
             r.meta.setdefault("reference_score", reference_score)
             guard_details = getattr(victim_metric, "details", None)
             if callable(guard_details):  # a guarded victim: its flags for both texts land in the row
-                r.meta["guard"] = {"original": guard_details(sample),
+                r.meta["guard"] = {"policy": getattr(victim_metric, "policy", None),
+                                   "original": guard_details(sample),
                                    "adversarial": guard_details(sample.with_response(r.adversarial))
                                    if r.adversarial is not None else None}
             if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:
                 r.meta["fitting_sample"] = True
-            rows.append({"key": result_key(attack.name, sample.id), **r.to_dict()})
+            r.key, r.dataset, r.victim, r.victim_repro = (result_key(attack.name, sample.id), dataset,
+                                                           victim.name, victim_repro)
+            r.context_id, r.criteria = context_id(sample), crit
+            rows.append(r.to_dict())
             bar.update(1)
+        delta = counter_delta(counters0, counters(victim_metric))
+        if delta and rows:
+            rows[-1]["meta"]["victim_counters"] = delta
         log.append(rows)  # one sample's results at a time: a kill loses at most this sample
     bar.close()
     return log
-
-
-def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """ASR per attack under each criterion: successes / applicable results with a verdict."""
-    by_attack: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        if row.get("meta", {}).get("fitting_sample"):
-            continue  # a trigger is judged on samples it was not fitted on
-        by_attack.setdefault(row["attack"], []).append(row)
-    out: dict[str, dict[str, Any]] = {}
-    for name, group in sorted(by_attack.items()):
-        app = [g for g in group if g["applicable"]]
-        asr: dict[str, float | None] = {}
-        counts: dict[str, list[int]] = {}
-        for c in CRITERIA:
-            verdicts = [g["success"].get(c) for g in app if g["success"].get(c) is not None]
-            asr[c] = float(np.mean(verdicts)) if verdicts else None
-            counts[c] = [int(sum(verdicts)), len(verdicts)]
-        out[name] = {
-            "family": group[0]["family"], "direction": group[0]["direction"], "n": len(group),
-            "applicable": len(app), "asr": asr, "counts": counts,
-            "mean_before": float(np.mean([g["victim_before"] for g in app])) if app else None,
-            "mean_after": float(np.mean([g["victim_after"] for g in app])) if app else None,
-            "model_calls": int(sum(g["model_calls"] for g in group)),
-            "cache_hits": int(sum(g["cache_hits"] for g in group)),
-        }
-    return out
-
-
-def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{100 * v:.1f}"
-
-    lines = [f"# Attack success rates against {victim} (%)", "",
-             "| attack | family | dir | applicable | mean before | mean after | ASR beats-ref | "
-             "ASR expectation | ASR gold | calls | cache hits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, s in summary.items():
-        mb = "n/a" if s["mean_before"] is None else f"{s['mean_before']:.1f}"
-        ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
-        lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['applicable']}/{s['n']} | {mb} | "
-                     f"{ma} | {pct(s['asr']['beats_reference'])} | {pct(s['asr']['expectation'])} | "
-                     f"{pct(s['asr']['gold'])} | {s['model_calls']} | {s['cache_hits']} |")
-    return "\n".join(lines) + "\n"

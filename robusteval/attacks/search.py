@@ -55,14 +55,15 @@ class ScoreGoal:
 
 @dataclass(frozen=True)
 class GapGoal:
-    """AdvEval's gold-vs-victim gap: reached when the victim sits at least ``gap`` points
-    below (R+) or above (R-) a gold evaluator's score of the same text."""
+    """AdvEval's gold-vs-victim gap (Chen et al. 2024, Eq. 3): reached when the victim sits
+    *more than* ``gap`` points below (R+) or above (R-) a gold evaluator's score of the same
+    text -- strict, like the success criterion the runner reports."""
 
     maximize: bool
     gap: float = 40.0
 
     def reached(self, gold: float, victim: float) -> bool:
-        return (victim - gold if self.maximize else gold - victim) >= self.gap
+        return (victim - gold if self.maximize else gold - victim) > self.gap
 
 
 @dataclass(frozen=True)
@@ -244,8 +245,7 @@ class _WordSearch(Attack):
                               direction=self.direction, original=start or sample.response,
                               adversarial=None, expected="high" if self.direction == "R+" else "low")
         if not start:
-            result.applicable, result.note = False, "no starting text (empty pool)"
-            return result
+            return result.skip("no starting text (empty pool)")
         calls0 = victim.model_calls
         text = AttackedText(start)
         before = victim.score_one(sample, text.text)
@@ -264,6 +264,10 @@ class _WordSearch(Attack):
         trace: list[dict[str, Any]] = []
         words = list(text.words)
         allowed = self.constraints.modifiable(words)
+        if not allowed:
+            result.skip("no word the constraints allow to change")
+            result.wall_time = time.perf_counter() - t0
+            return result
         max_changes = max(1, math.ceil(self.constraints.max_ratio * len(words)))
         # word importance by deletion (one query per modifiable word)
         deleted = [text.delete_word_at_index(i).text for i in allowed]
@@ -290,13 +294,17 @@ class _WordSearch(Attack):
                     gold_now = gold_of(best.text)
                 if self.keep_trace:
                     trace.append({"index": idx, "text": best.text, "score": best_score})
-        result.adversarial = best.text if best.text != start else None
-        result.applicable = result.adversarial is not None
-        result.note = "" if result.applicable else "no substitution moved the score"
-        result.victim_before, result.victim_after = before, best_score if result.applicable else None
+        # attacked, fooled or not: the best candidate (the start text itself when no substitution
+        # helped) and its score are the result. victim_before / gold_before stay unset: the
+        # runner fills in the *clean original's* scores (for R- the start text is another
+        # context's response, whose score goes to meta["start_score"]).
+        result.adversarial, result.victim_after = best.text, best_score
+        exhausted = not reached()
+        result.note = "search ended without reaching its goal" if exhausted else ""
         if self.gold is not None:
-            result.gold_before, result.gold_after = gold_before, gold_now if result.applicable else None
-        result.meta.update({"goal_reached": reached(), "changes": changes,
+            result.gold_after = gold_now
+        result.meta.update({"goal_reached": not exhausted, "exhausted": exhausted, "changes": changes,
+                            "start_score": before, "start_gold": gold_before,
                             "goal": "gold-gap" if self.gap_goal is not None else "score-delta",
                             "candidates": self.candidates().name,
                             "start": "original" if self.direction == "R+" else "other-response"})

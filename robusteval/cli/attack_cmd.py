@@ -65,8 +65,11 @@ def _victims(args: argparse.Namespace, cfg: dict[str, Any]) -> list[dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     from robusteval import attacks, data, metrics
-    from robusteval.attacks.runner import run_attacks, summarize, summary_markdown
+    from robusteval.asr import summarize, summary_markdown
+    from robusteval.attacks.criteria import Criteria
+    from robusteval.attacks.runner import result_key, run_attacks
     from robusteval.data.select import select
+    from robusteval.results import metric_identity, sum_counters
 
     cfg = load_config(args.config)
     victims = _victims(args, cfg)
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
                      cfg.get("select_aspect"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
     samples = samples[:limit] if limit is not None else samples
+    criteria = Criteria.from_config(cfg.get("criteria"))
     gold_cfg = cfg.get("gold")
     gold = metrics.load(gold_cfg["name"], **(gold_cfg.get("options") or {})) if gold_cfg else None
     root = Path(args.out_dir)
@@ -94,11 +98,19 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         victim = load_metric(v["name"], options, v.get("guard"))
         log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=args.resume, budget=budget,
-                          gold_metric=gold)
-        summary = summarize(list(log))
+                          gold_metric=gold, criteria=criteria, dataset=dataset, fingerprint={
+                              "command": "attack", "victim_name": v["name"], "victim_options": options,
+                              "guard": v.get("guard"), "attack_spec": spec, "seed": seed, "limit": limit,
+                              "selection": [cfg.get("select", "all"), cfg.get("select_aspect")],
+                              "attack_options": cfg.get("attack_options")})
+        keys = {result_key(a.name, s.id) for s in samples for a in chosen}
+        rows = [r for r in log if r["key"] in keys]  # this run's rows (the log holds no other run's)
+        summary = summarize(rows)
         write_outputs(out, "summary", {"victim": label, "dataset": dataset, "n_samples": len(samples),
-                                       "selection": cfg.get("select", "all"), "attacks": summary,
-                                       "victim_report": victim.report(), "provenance": provenance(cfg)},
+                                       "selection": cfg.get("select", "all"), "criteria": criteria.describe(),
+                                       "attacks": summary, "counters": sum_counters(
+                                           (r["meta"] for r in rows), "victim_counters"),
+                                       "reproducibility": metric_identity(victim), "provenance": provenance(cfg)},
                       summary_markdown(summary, f"{label} on {dataset}"), extra=[out / "results.jsonl"])
     return 0
 

@@ -53,6 +53,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RobustevalError, FileExistsError, ValueError) as exc:
         print(f"robusteval {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\nrobusteval {args.command}: interrupted; {resume_hint(args)}", file=sys.stderr)
+        return 130
+    except OSError as exc:  # disk full, read-only folder, permissions: one line, not a traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"robusteval {args.command}: error: cannot write or read{where}: {exc.strerror or exc}; "
+              f"{resume_hint(args)}", file=sys.stderr)
+        return 74  # EX_IOERR
+
+
+def resume_hint(args: argparse.Namespace) -> str:
+    """What to do after an interrupted or failed run: every finished row is already on disk."""
+    out = getattr(args, "out_dir", None)
+    if out is None:
+        return "nothing was written"
+    return (f"finished work is saved in {out}; rerun the same command with --resume to continue "
+            "where it stopped")
 
 
 if __name__ == "__main__":

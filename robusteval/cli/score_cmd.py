@@ -1,7 +1,9 @@
 """``robusteval score``: score a dataset or a JSONL/CSV file with one metric.
 
 Writes ``scores.jsonl`` (one ``{id, score}`` row per sample, appended as chunks finish;
-``--resume`` continues a killed run) and ``summary.json`` (mean, fallbacks, provenance). A
+``--resume`` continues a killed run -- only the same run: the log's first line records the
+metric, its options, the data and the code version) and ``summary.json`` (n, mean, guard
+flags and fallback counters, all computed from this run's rows in the log; provenance). A
 config's ``guard:`` block ({detectors, policy, penalty, thresholds}) wraps the metric with
 ``robusteval.detectors.guard``; each row then also carries the raw score, the guarded score
 and every detector's suspicion and flag.
@@ -21,7 +23,7 @@ from robusteval.cli.common import (
     score_with_log,
 )
 from robusteval.errors import RobustevalError
-from robusteval.results import write_json
+from robusteval.results import metric_identity, score_summary, write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,12 +67,16 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metric = load_metric(metric_name, options, cfg.get("guard"))
-    scores = score_with_log(metric, samples, out / "scores.jsonl", args.resume, desc=metric_name)
+    log = out / "scores.jsonl"
+    score_with_log(metric, samples, log, args.resume, desc=metric_name, fingerprint={
+        "command": "score", "metric_name": metric_name, "options": options, "guard": cfg.get("guard"),
+        "dataset": dataset or str(source), "limit": limit})
+    summary = score_summary(log, [s.id for s in samples])  # this run's rows, from the log alone
     write_json(out / "summary.json", {
-        "metric": metric_name, "options": options, "dataset": dataset or source, "n": len(samples),
-        "mean": float(scores.mean()) if len(scores) else None,
-        "report": metric.report(), "provenance": provenance(cfg),
+        "metric": metric_name, "options": options, "dataset": dataset or source, **summary,
+        "reproducibility": metric_identity(metric), "provenance": provenance(cfg),
     })
-    print(f"scored {len(samples)} samples with {metric_name}: mean {scores.mean():.2f}")
+    mean = "n/a" if summary["mean"] is None else f"{summary['mean']:.2f}"
+    print(f"scored {summary['n']} samples with {metric_name}: mean {mean}")
     print(f"wrote {out / 'scores.jsonl'} and {out / 'summary.json'}")
     return 0

@@ -5,6 +5,7 @@ Schema (YAML; ``docs/compare.md`` has the annotated version)::
     name: quickstart            # shown in the report
     seed: 0                     # attacks, splits, training, bootstrap
     budget: 60                  # victim queries per search attack
+    criteria: {invariance_tolerance: 1.0}   # success criteria settings (attacks/criteria.py)
     n_boot: 200                 # bootstrap resamples for correlation CIs
     guard:                      # the input-sanitization defense
       detectors: [nonalnum, {name: gec, options: {backend: builtin}}, ...]
@@ -33,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.attacks.criteria import Criteria
 from robusteval.errors import RobustevalError
 
 
@@ -126,13 +128,15 @@ class CompareConfig:
     budget: int = 60
     n_boot: int = 200
     data_dir: str | None = None
+    criteria: Criteria = field(default_factory=Criteria)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
 def parse(raw: dict[str, Any]) -> CompareConfig:
     """Validate a compare config (see the module docstring); errors name the offending key."""
     top = _mapping(raw, "the top level")
-    _check_keys(top, {"name", "seed", "budget", "n_boot", "guard", "suites", "data_dir"}, "the top level")
+    _check_keys(top, {"name", "seed", "budget", "n_boot", "guard", "suites", "data_dir", "criteria"},
+                "the top level")
     g = _mapping(top.get("guard"), "guard")
     _check_keys(g, {"detectors", "policy", "penalty", "thresholds", "calibrate", "fpr_sets"}, "guard")
     if not g.get("detectors"):
@@ -194,4 +198,5 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
         raise RobustevalError(f"compare config: suite names must be unique: {names}")
     return CompareConfig(name=str(top.get("name", "compare")), suites=suites, guard=guard,
                          seed=int(top.get("seed", 0)), budget=int(top.get("budget", 60)),
-                         n_boot=int(top.get("n_boot", 200)), data_dir=top.get("data_dir"), raw=raw)
+                         n_boot=int(top.get("n_boot", 200)), data_dir=top.get("data_dir"),
+                         criteria=Criteria.from_config(_mapping(top.get("criteria"), "criteria")), raw=raw)

@@ -49,7 +49,10 @@ def clean_suspicion(dets: Sequence[Any], cfg: CompareConfig, log: JsonlLog,
 
 
 def false_positive_rates(dets: Sequence[Any], clean: dict[str, dict[str, np.ndarray]]) -> dict[str, Any]:
-    """Per detector and for the union (``combined``): flagged / n per clean set and pooled."""
+    """Per detector and for the union (``combined``): flagged / n per clean set and pooled,
+    with intervals (:func:`robusteval.stats.flag_rate`)."""
+    from robusteval.stats import flag_rate
+
     out: dict[str, Any] = {}
     names = [d.name for d in dets] + ["combined"]
     for name in names:
@@ -62,10 +65,8 @@ def false_positive_rates(dets: Sequence[Any], clean: dict[str, dict[str, np.ndar
                 d = next(x for x in dets if x.name == name)
                 flags = susp[name] >= d.threshold
             pooled += flags.tolist()
-            per[set_name] = {"n": len(flags), "flagged": int(flags.sum()),
-                             "rate": round(float(flags.mean()), 6) if len(flags) else None}
-        per["pooled"] = {"n": len(pooled), "flagged": int(sum(pooled)),
-                         "rate": round(float(np.mean(pooled)), 6) if pooled else None}
+            per[set_name] = flag_rate(flags)
+        per["pooled"] = flag_rate(pooled)
         out[name] = per
     return out
 
@@ -93,10 +94,12 @@ def adversarial_suspicion(rows: Sequence[dict[str, Any]], names: Sequence[str]) 
     """Each detector's suspicion of the adversarial texts of R- results, read from the guard
     details the attack runner stored in the rows of a guarded victim."""
     out: dict[str, list[float]] = {n: [] for n in names}
-    for r in rows:
-        if r["direction"] != "R-" or not r.get("applicable") or (r.get("meta") or {}).get("fitting_sample"):
+    from robusteval.asr import counted
+
+    for r in counted(rows):
+        if r.direction != "R-":
             continue
-        adv = ((r.get("meta") or {}).get("guard") or {}).get("adversarial")
+        adv = (r.meta.get("guard") or {}).get("adversarial")
         if not adv:
             continue
         for n in names:

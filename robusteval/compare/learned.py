@@ -91,7 +91,8 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
     (exports, test metrics) and the base as a metric (``load(export)``), loaded once: it is
     attacked here for training examples and is the comparison's plain variant."""
     from robusteval import attacks
-    from robusteval.attacks.runner import fooled, run_attacks, summarize
+    from robusteval.asr import counted, fooled, summarize
+    from robusteval.attacks.runner import run_attacks
 
     dargs = data_args(train, suite, cfg, data_dir)
     if train.checkpoint:
@@ -108,13 +109,14 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
     pool = list(train_samples)[: train.train_limit]
     victim = load(base["export"])
     adv_dir = out / "train_attacks"
-    log = run_attacks(pool, train_attacks, victim, adv_dir / "results.jsonl", resume=resume, budget=cfg.budget)
+    log = run_attacks(pool, train_attacks, victim, adv_dir / "results.jsonl", resume=resume, budget=cfg.budget,
+                      dataset=suite.dataset, criteria=cfg.criteria)
     rows = list(log)
     write_json(adv_dir / "summary.json", {"dataset": suite.dataset, "attacks": summarize(rows)})
     fooled_by_family: dict[str, int] = {}
-    for r in rows:
-        if fooled(r) and not (r.get("meta") or {}).get("fitting_sample"):
-            fooled_by_family[r["family"]] = fooled_by_family.get(r["family"], 0) + 1
+    for r in counted(rows):
+        if fooled(r, "any") and r.adversarial != r.original:
+            fooled_by_family[r.family] = fooled_by_family.get(r.family, 0) + 1
     adv = {"adversarial": [str(adv_dir)], "only_successful": True}
     trained = fit_once(out / "trained", train.model, {**dargs, **adv}, train.round_epochs, base["export"], resume)
     by_family = {fam: fit_once(out / f"family-{fam}", train.model, {**dargs, **adv, "adversarial_families": [fam]},

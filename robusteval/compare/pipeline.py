@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.compare.asr import asr_table, counted, overall
+from robusteval.asr import asr_table, counted, overall
 from robusteval.compare.config import CompareConfig, SuiteSpec, VictimSpec
 from robusteval.compare.guarding import (
     adversarial_suspicion,
@@ -99,11 +99,19 @@ def effective_rows(direct: Sequence[dict[str, Any]] | None, transfer: Sequence[d
 
 
 def score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
-    """Victim scores of the originals and of their R- adversarial versions."""
-    rm = [r for r in counted(rows) if r["direction"] == "R-" and r.get("victim_after") is not None]
-    clean = {r["sample_id"]: r["victim_before"] for r in rm}
+    """Victim scores of the clean originals (one per attacked sample) and of their R-
+    adversarial versions. ``victim_before`` is always the clean original's score: the runner
+    sets it, and a search's own start text (another context's response) is kept apart in
+    ``meta["start_score"]``."""
+    rm = [r for r in counted(rows) if r.direction == "R-" and r.victim_after is not None]
+    clean: dict[str, float] = {}
+    for r in rm:
+        assert r.victim_before is not None
+        if clean.setdefault(r.sample_id, r.victim_before) != r.victim_before:
+            raise RobustevalError(f"sample {r.sample_id!r}: rows disagree on the clean original's score "
+                                  f"({clean[r.sample_id]} vs {r.victim_before}, attack {r.attack})")
     return {"clean": [round(float(clean[k]), 3) for k in sorted(clean)],
-            "adversarial": sorted(round(float(r["victim_after"]), 3) for r in rm)}
+            "adversarial": sorted(round(float(r.victim_after), 3) for r in rm if r.victim_after is not None)}
 
 
 def correlations(metric: Any, sets: dict[str, list[Sample]], folder: Path, resume: bool, n_boot: int,
@@ -205,18 +213,21 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         if variant in BASE_OF:
             base_rows = rows[BASE_OF[variant]]["direct"]
             transfer = list(run_attacks(sd.test, replays(base_rows), metric, vdir / "transfer" / "results.jsonl",
-                                        resume=resume, budget=cfg.budget))
+                                        resume=resume, budget=cfg.budget, dataset=suite.dataset,
+                                      criteria=cfg.criteria))
             adaptive: list[dict[str, Any]] = []
             if adaptive_names:
                 fresh = attacks.select(adaptive_names, cfg.seed, suite.attack_options)
                 adaptive = list(run_attacks(sd.test, fresh, metric, vdir / "adaptive" / "results.jsonl",
-                                            resume=resume, budget=cfg.budget))
+                                            resume=resume, budget=cfg.budget, dataset=suite.dataset,
+                                            criteria=cfg.criteria))
             rows[variant] = {"transfer": transfer, "adaptive": adaptive}
             used = effective_rows(None, transfer, adaptive)
         else:
             fresh = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
             direct = list(run_attacks(sd.test, fresh, metric, vdir / "attacks" / "results.jsonl",
-                                      resume=resume, budget=cfg.budget))
+                                      resume=resume, budget=cfg.budget, dataset=suite.dataset,
+                                      criteria=cfg.criteria))
             rows[variant] = {"direct": direct}
             used = direct
         corr = correlations(metric, sd.correlation, vdir / "scores", resume, cfg.n_boot, cfg.seed)
@@ -237,9 +248,10 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
 
 def transfer_vs_adaptive(transfer: list[dict[str, Any]], adaptive: list[dict[str, Any]]) -> dict[str, Any]:
     """Per adaptive attack: ASR of the replayed texts and of the rerun with the guard in the loop."""
+    from robusteval.asr import attack_key
+
     names = sorted({r["attack"] for r in adaptive})
-    by_attack = lambda r: r["attack"]  # noqa: E731
-    t, a = asr_table([r for r in transfer if r["attack"] in names], by_attack), asr_table(adaptive, by_attack)
+    t, a = asr_table([r for r in transfer if r["attack"] in names], attack_key), asr_table(adaptive, attack_key)
     return {n: {"family": next(r["family"] for r in adaptive if r["attack"] == n),
                 "transfer": (t.get(n) or {}).get("primary"), "adaptive": (a.get(n) or {}).get("primary")}
             for n in names}
@@ -257,7 +269,7 @@ def generalization(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Com
     for fam, metric in family_models.items():
         fresh = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
         log = run_attacks(sd.test, fresh, metric, out / "generalization" / fam / "results.jsonl", resume=resume,
-                          budget=cfg.budget)
+                          budget=cfg.budget, dataset=suite.dataset, criteria=cfg.criteria)
         table[f"trained on {fam}"] = asr_table(list(log))
     table["all"] = asr_table(rows["trained"]["direct"])
     columns = sorted({k for t in table.values() for k in t})
@@ -309,12 +321,13 @@ def check_names(cfg: CompareConfig) -> None:
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 data_dir: str | None = None) -> dict[str, Any]:
     """Everything in the module docstring; returns the report (also written as report.json)."""
-    from robusteval.results import JsonlLog, slug
+    from robusteval.results import JsonlLog, claim_folder, run_fingerprint, slug
 
     check_names(cfg)
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=data_dir or cfg.data_dir), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean = clean_suspicion(dets, cfg, glog, data_dir)
@@ -344,5 +357,6 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
                               "victims": victims}
-    return _rounded({"schema": "robusteval.compare/1", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
+    return _rounded({"schema": "robusteval.compare/2", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
+                     "criteria": cfg.criteria.describe(),
                      "variants": list(VARIANTS), "guard": guard, "suites": suites})

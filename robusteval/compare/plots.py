@@ -47,9 +47,13 @@ def asr_bars(victim: dict[str, Any], title: str) -> str:
     fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(fams) + 2), 3.2))
     width = 0.8 / max(1, len(vs))
     for k, v in enumerate(vs):
-        vals = [100 * ((victim["variants"][v]["asr"].get(f) or {}).get("primary", {}).get("asr") or 0.0)
-                for f in fams]
+        prim = [(victim["variants"][v]["asr"].get(f) or {}).get("primary") or {} for f in fams]
+        vals = [100 * (p.get("asr") or 0.0) for p in prim]
+        cis = [p.get("ci") or [p.get("asr") or 0.0] * 2 for p in prim]
+        err = [[max(0.0, val - 100 * lo) for val, (lo, _) in zip(vals, cis, strict=True)],
+               [max(0.0, 100 * hi - val) for val, (_, hi) in zip(vals, cis, strict=True)]]
         ax.bar([i + (k - (len(vs) - 1) / 2) * width for i in range(len(fams))], vals, width,
+               yerr=err, capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "#444"},
                label=LABEL[v], color=COLORS[v])
     ax.set_xticks(range(len(fams)), [f.replace(" (", "\n(") for f in fams], fontsize=8)
     ax.set_ylabel("ASR (%)")

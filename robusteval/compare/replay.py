@@ -16,7 +16,7 @@ from robusteval.attacks.base import Attack, AttackResult
 from robusteval.types import Sample
 
 # meta written by the runner for the victim it ran against; not carried over
-RUN_META = ("guard", "reference_score")
+RUN_META = ("guard", "reference_score", "victim_counters")
 
 
 class ReplayAttack(Attack):
@@ -38,12 +38,12 @@ class ReplayAttack(Attack):
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         start = time.perf_counter()
         row = self.rows.get(sample.id)
-        applicable = bool(row and row.get("applicable") and row.get("adversarial") is not None)
+        applicable = bool(row and row.get("outcome") == "attacked" and row.get("adversarial") is not None)
         meta = {k: v for k, v in (row.get("meta") or {}).items() if k not in RUN_META} if row else {}
         result = AttackResult(
             attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
             original=sample.response, adversarial=row["adversarial"] if applicable and row else None,
-            expected="high" if self.direction == "R+" else "low", applicable=applicable,
+            expected="high" if self.direction == "R+" else "low", outcome="attacked" if applicable else "skipped",
             note="" if applicable else "no recorded adversarial text for this sample", meta=meta)
         result.wall_time = time.perf_counter() - start
         return result

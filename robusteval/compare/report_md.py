@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from robusteval.stats import pct as pct_ci
+
 LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained"}
 
 
@@ -32,13 +34,14 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
             for variant in available(victim):
                 e = victim["variants"][variant]
                 flagged = [c["_flagged"]["rate"] for c in e["correlation"].values() if "_flagged" in c]
-                rows.append([sname, vname, LABEL[variant], pct(e["overall"]["asr"]),
+                rows.append([sname, vname, LABEL[variant], pct_ci(e["overall"]),
                              f"{e['overall']['successes']}/{e['overall']['n']}", num(e["mean_spearman"]),
                              pct(sum(flagged) / len(flagged)) if flagged else "–"])
     return rows
 
 
-HEADLINE = ["suite", "victim", "variant", "ASR %", "fooled / attacked", "mean Spearman", "rated text flagged %"]
+HEADLINE = ["suite", "victim", "variant", "ASR % [95% CI]", "fooled / attacked", "mean Spearman",
+            "rated text flagged %"]
 
 
 def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -49,17 +52,19 @@ def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = []
         for v in vs:
             e = victim["variants"][v]["asr"].get(f)
-            cells.append(f"{pct(e['primary']['asr'])} ({e['primary']['n']})" if e else "–")
+            floored = f", {e['original_floored']} orig. floored" if e and e.get("original_floored") else ""
+            cells.append(f"{pct_ci(e['primary'])} ({e['primary']['successes']}/{e['primary']['n']}{floored})"
+                         if e else "–")
         rows.append([f, *cells])
     return ["family (direction)", *(LABEL[v] for v in vs)], rows
 
 
-ADAPTIVE = ["variant", "attack", "family", "transfer ASR %", "adaptive ASR %"]
+ADAPTIVE = ["variant", "attack", "family", "transfer ASR % [95% CI]", "adaptive ASR % [95% CI]"]
 
 
 def adaptive_rows(victim: dict[str, Any]) -> list[list[str]]:
     """Per guarded variant and adaptive attack: ASR of the transferred texts and of the rerun."""
-    return [[LABEL[v], a, x["family"], pct((x["transfer"] or {}).get("asr")), pct((x["adaptive"] or {}).get("asr"))]
+    return [[LABEL[v], a, x["family"], pct_ci(x["transfer"]), pct_ci(x["adaptive"])]
             for v in available(victim) for a, x in (victim["variants"][v].get("transfer_vs_adaptive") or {}).items()]
 
 
@@ -75,9 +80,9 @@ def fmt_threshold(t: float) -> str:
 def fpr_rows(guard: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     sets = sorted({s for per in guard["false_positive_rate"].values() for s in per})
     rows = [[d, fmt_threshold(guard["thresholds"][d]) if d in guard["thresholds"] else "any",
-             *(f"{pct(per[s]['rate'])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
+             *(f"{pct_ci(per[s])} ({per[s]['flagged']}/{per[s]['n']})" for s in sets)]
             for d, per in guard["false_positive_rate"].items()]
-    return ["detector", "threshold", *(f"FPR % {s}" for s in sets)], rows
+    return ["detector", "threshold", *(f"FPR % [95% CI] {s}" for s in sets)], rows
 
 
 def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -117,16 +122,20 @@ def flagged_rows(victim: dict[str, Any]) -> list[list[str]]:
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# robusteval comparison: {report['name']}", "",
-             "Attack success rate (ASR): share of applicable attacks that fooled the victim — an R- text "
-             "(made bad) scoring at least as high as the reference, or an R+ text (quality kept) moving the "
-             "score by more than one point. Guarded variants count adaptive reruns of the search attacks "
-             "(guard in the loop) and transfer of the other attacks' texts.", "",
+             "Attack success rate (ASR) = fooled / attacked, with a 95 % interval (Wilson, or a bootstrap over "
+             "contexts where several rows share one). Attacked: every attack that ran, searches that exhausted "
+             "their budget included; attacks that could not apply, and attacks on originals the guard had "
+             "already floored, are counted apart. Fooled: an R- text (made bad) scoring at least as high as the "
+             f"reference, or an R+ text (quality kept) moving the score by more than "
+             f"{report.get('criteria', {}).get('invariance_tolerance', 1.0):g} point(s) (robusteval's invariance "
+             "criterion). Guarded variants count adaptive reruns of the search attacks (guard in the loop) and "
+             "transfer of the other attacks' texts.", "",
              "## Headline", "", *table(HEADLINE, headline_rows(report)), ""]
     for sname, suite in report["suites"].items():
         lines += [f"## Suite {sname} ({suite['dataset']}, {suite['n_attacked']} attacked test contexts)", ""]
         for vname, victim in suite["victims"].items():
             head, rows = asr_rows(victim)
-            lines += [f"### {vname}: ASR % per family (applicable results)", "", *table(head, rows), ""]
+            lines += [f"### {vname}: ASR % [95% CI] per family (fooled/attacked)", "", *table(head, rows), ""]
             ta_rows = adaptive_rows(victim)
             if ta_rows:
                 lines += [f"### {vname}: adaptive vs transfer attacks on the guard", "", *table(ADAPTIVE, ta_rows), ""]

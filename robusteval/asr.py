@@ -1,0 +1,134 @@
+"""Attack success rate, computed here and nowhere else (the CLI's summaries, ``compare``,
+``harden`` and training validation all call this module).
+
+ASR = fooled / attacked, with a 95 % interval (:func:`robusteval.stats.proportion`: Wilson,
+or a bootstrap over contexts when several rows of a group share a context). The
+denominator is every row whose attack ran (outcome ``attacked``), including searches that
+exhausted their budget without fooling the victim; rows the attack could not apply to
+(``skipped``), rows whose clean original a guard had already floored
+(``original_floored``) and the fitting samples of a universal trigger are counted apart and
+never enter it.
+
+The *primary* criterion depends on the direction (see :mod:`robusteval.attacks.criteria`):
+R- texts fool the victim when they score at least as high as the reference (Vasselli &
+Watanabe's beats-reference test); R+ texts when their score moves by more than the
+invariance tolerance (robusteval's invariance criterion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from robusteval.attacks.base import ResultRow
+from robusteval.attacks.criteria import CRITERIA, PRIMARY
+from robusteval.stats import proportion
+
+ASR_NAMES = ("successes", "asr")
+
+
+def as_row(row: ResultRow | Mapping[str, Any]) -> ResultRow:
+    return row if isinstance(row, ResultRow) else ResultRow.from_dict(dict(row))
+
+
+def family_key(row: ResultRow) -> str:
+    return f"{row.family} ({row.direction})"
+
+
+def attack_key(row: ResultRow) -> str:
+    return row.attack
+
+
+def is_fitting(row: ResultRow) -> bool:
+    return bool(row.meta.get("fitting_sample"))
+
+
+def counted(rows: Iterable[ResultRow | Mapping[str, Any]]) -> list[ResultRow]:
+    """The rows in ASR denominators: attacks that ran, fitting samples excluded."""
+    return [r for r in map(as_row, rows) if r.outcome == "attacked" and not is_fitting(r)]
+
+
+def fooled(row: ResultRow | Mapping[str, Any], criterion: str | None = None) -> bool:
+    """Did this row fool its victim under ``criterion`` (default: the primary one for its
+    direction; ``"any"``: under at least one criterion)? Only attacked rows can."""
+    r = as_row(row)
+    if r.outcome != "attacked":
+        return False
+    if criterion == "any":
+        return any(bool(v) for v in r.success.values())
+    return bool(r.success.get(criterion or PRIMARY[r.direction]))
+
+
+def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, Any]:
+    """``{successes, n, asr, ci, ci_method}`` of counted rows under ``criterion`` (default:
+    each row's primary criterion). Rows with no verdict under it (e.g. gold without a gold
+    evaluator) are not in n."""
+    judged = [r for r in rows if r.success.get(criterion or PRIMARY[r.direction]) is not None]
+    return proportion([fooled(r, criterion) for r in judged], [r.context_id or r.sample_id for r in judged],
+                      names=ASR_NAMES)
+
+
+def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
+              key: Callable[[ResultRow], str] = family_key) -> dict[str, dict[str, Any]]:
+    """``key(row)`` -> ``{direction, attacked, skipped, original_floored, fitting, primary,
+    criteria: {criterion: ...}}``, the rates with their intervals."""
+    groups: dict[str, list[ResultRow]] = {}
+    for r in map(as_row, rows):
+        groups.setdefault(key(r), []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(groups):
+        group = groups[name]
+        used = counted(group)
+        out[name] = {
+            "direction": group[0].direction,
+            "family": group[0].family,
+            "attacked": len(used),
+            "skipped": sum(r.outcome == "skipped" for r in group),
+            "original_floored": sum(r.outcome == "original_floored" for r in group),
+            "fitting": sum(is_fitting(r) and r.outcome == "attacked" for r in group),
+            "primary": asr(used),
+            "criteria": {c: asr(used, c) for c in CRITERIA},
+        }
+    return out
+
+
+def overall(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
+    """Primary ASR over every counted row."""
+    return asr(counted(rows))
+
+
+def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per attack: the ASR table entry plus mean victim score before/after and query counts."""
+    typed = [as_row(r) for r in rows]
+    table = asr_table(typed, attack_key)
+    for name, entry in table.items():
+        group = [r for r in typed if r.attack == name]
+        used = counted(group)
+        entry["n"] = len(group)
+        entry["mean_before"] = float(np.mean([r.victim_before for r in used])) if used else None
+        entry["mean_after"] = float(np.mean([r.victim_after for r in used if r.victim_after is not None])) \
+            if any(r.victim_after is not None for r in used) else None
+        entry["model_calls"] = int(sum(r.model_calls for r in group))
+        entry["cache_hits"] = int(sum(r.cache_hits for r in group))
+    return table
+
+
+def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
+    from robusteval.stats import pct
+
+    lines = [f"# Attack success rates against {victim} (%, 95 % interval)", "",
+             "ASR = fooled / attacked (searches that exhausted their budget count as attacked, not fooled).", "",
+             "| attack | family | dir | attacked | skipped | orig. floored | mean before | mean after | "
+             "ASR beats-ref | ASR expectation | ASR invariance | ASR gold | calls | cache hits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, s in summary.items():
+        mb = "n/a" if s["mean_before"] is None else f"{s['mean_before']:.1f}"
+        ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
+        c = s["criteria"]
+        lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['attacked']}/{s['n']} | {s['skipped']} | "
+                     f"{s['original_floored']} | {mb} | {ma} | {pct(c['beats_reference'])} | "
+                     f"{pct(c['expectation'])} | {pct(c['invariance'])} | {pct(c['gold'])} | "
+                     f"{s['model_calls']} | {s['cache_hits']} |")
+    return "\n".join(lines) + "\n"

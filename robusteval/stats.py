@@ -1,0 +1,94 @@
+"""Every rate robusteval prints, with its uncertainty, computed here and nowhere else.
+
+* :func:`proportion` — k successes out of n with a 95 % interval: Wilson's score interval
+  when every trial is independent, a percentile bootstrap over *clusters* (resampling whole
+  contexts) when several trials share one, since rows of the same context are not independent.
+  Attack success rates (:mod:`robusteval.asr`), false-positive and detection rates
+  (:func:`flag_rate`) and the guard's flagged share all go through it.
+* :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap
+  and the correlation bootstrap of :mod:`robusteval.metaeval`.
+
+Wilson (1927) is used rather than the normal ("Wald") interval because it stays inside [0, 1]
+and keeps close to its nominal coverage at the small n (8-30 per family) of our tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of k successes in n trials (None when n == 0)."""
+    if n <= 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: int) -> list[np.ndarray]:
+    """``n_boot`` resamples of row indices drawn by whole cluster (with replacement)."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, c in enumerate(clusters):
+        groups.setdefault(c, []).append(i)
+    members = [np.asarray(v, dtype=int) for v in groups.values()]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(members), size=len(members))
+        out.append(np.concatenate([members[j] for j in pick]))
+    return out
+
+
+def proportion(verdicts: Sequence[bool], clusters: Sequence[Hashable] | None = None, n_boot: int = 1000,
+               seed: int = 0, digits: int = 6, names: tuple[str, str] = ("k", "rate")) -> dict[str, Any]:
+    """``{k, "n", rate, "ci": [lo, hi], "ci_method"}`` for a list of verdicts, the count and
+    rate keys named by ``names`` (ASR tables say ``successes``/``asr``, FPR tables
+    ``flagged``/``rate``).
+
+    With ``clusters`` (e.g. the context id of each row) and more than one row in some
+    cluster, the interval is a cluster bootstrap; otherwise it is Wilson's. ``rate`` and
+    ``ci`` are None when n == 0: an empty denominator is never printed as 0 %.
+    """
+    v = np.asarray([bool(x) for x in verdicts], dtype=bool)
+    n, k = len(v), int(v.sum())
+    kk, rk = names
+    if n == 0:
+        return {kk: 0, "n": 0, rk: None, "ci": None, "ci_method": None}
+    method = "wilson"
+    ci = wilson(k, n)
+    if clusters is not None:
+        if len(clusters) != n:
+            raise ValueError(f"{len(clusters)} cluster labels for {n} verdicts")
+        if len(set(clusters)) < n:
+            method = "cluster-bootstrap"
+            draws = [float(v[idx].mean()) for idx in cluster_bootstrap_indices(clusters, n_boot, seed)]
+            ci = float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+    assert ci is not None
+    return {kk: k, "n": n, rk: round(k / n, digits), "ci": [round(ci[0], digits), round(ci[1], digits)],
+            "ci_method": method}
+
+
+def flag_rate(flags: Sequence[bool] | np.ndarray, clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:
+    """A false-positive (clean text) or detection (attacked text) rate: flagged / n with its
+    interval. The one function behind every FPR and detection rate robusteval reports."""
+    return proportion(np.asarray(flags, dtype=bool).tolist(), clusters, names=("flagged", "rate"))
+
+
+def pct(p: dict[str, Any] | None, digits: int = 1) -> str:
+    """``"12.5 [5.1, 27.0]"`` (percent with its 95 % interval), or ``"n/a"`` for n == 0."""
+    value = None if not p else p.get("asr", p.get("rate"))
+    if value is None or not p or not p.get("ci"):
+        return "n/a"
+    lo, hi = p["ci"]
+    return f"{100 * value:.{digits}f} [{100 * lo:.{digits}f}, {100 * hi:.{digits}f}]"

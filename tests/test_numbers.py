@@ -1,0 +1,283 @@
+"""The figures robusteval prints (issue "trustworthy numbers"): resume refuses another run,
+denominators keep failed searches, criteria are the papers', intervals are right, and
+summaries come from the log of this run alone."""
+
+from __future__ import annotations
+
+import errno
+import json
+
+import numpy as np
+import pytest
+
+from robusteval import Sample, attacks
+from robusteval.asr import asr_table, counted, overall, summarize
+from robusteval.attacks.base import ResultRow
+from robusteval.attacks.criteria import Criteria
+from robusteval.attacks.runner import read_results, run_attacks
+from robusteval.errors import RunMismatchError
+from robusteval.metrics.base import Metric
+from robusteval.results import claim_folder, read_jsonl, run_fingerprint, score_summary, score_with_log
+from robusteval.stats import flag_rate, pct, proportion, wilson
+
+
+class LengthMetric(Metric):
+    name = "length"
+
+    def _score(self, samples):
+        return np.array([min(100.0, 5.0 * len(s.response.split())) for s in samples])
+
+
+class ConstantMetric(Metric):
+    """A perfectly robust victim: nothing an attacker does moves it."""
+
+    name = "constant"
+
+    def _score(self, samples):
+        return np.full(len(samples), 50.0)
+
+
+def samples(n: int) -> list[Sample]:
+    return [Sample(id=f"s{i}", task="dialogue", response=f"the movie was really good number {i}",
+                   context=("hello .", f"question {i} ?"), reference=f"a reference answer {i}")
+            for i in range(n)]
+
+
+def row(outcome="attacked", direction="R-", fooled=True, sample="s0", attack="a", family="f", **meta) -> dict:
+    crit = "beats_reference" if direction == "R-" else "invariance"
+    r = ResultRow(attack, family, sample, direction, "o", "x" if outcome == "attacked" else None,
+                  "low" if direction == "R-" else "high", outcome=outcome, victim_before=50.0, victim_after=60.0,
+                  success={crit: fooled if outcome == "attacked" else None}, meta=dict(meta), context_id=sample)
+    return r.to_dict()
+
+
+# -- intervals and rates ---------------------------------------------------------------------
+def test_wilson_matches_known_values() -> None:
+    # Newcombe (1998), Table I: 0/10 -> [0, 0.2775]; 5/10 -> [0.2366, 0.7634]; 81/263 -> [0.2553, 0.3662]
+    assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson(81, 263) == pytest.approx((0.2553, 0.3662), abs=1e-4)
+    assert wilson(0, 0) is None
+    p = proportion([True] * 3 + [False] * 5)
+    assert (p["k"], p["n"], p["rate"], p["ci_method"]) == (3, 8, 0.375, "wilson")
+    assert proportion([])["rate"] is None  # an empty denominator is never "0 %"
+    assert pct(proportion([])) == "n/a" and pct(proportion([True, False])) == "50.0 [9.5, 90.5]"
+
+
+def test_shared_contexts_use_a_cluster_bootstrap() -> None:
+    # 4 contexts, 2 rows each: the rows are not independent
+    p = proportion([True, True, False, False, True, True, False, False], clusters=list("aabbccdd"))
+    assert p["ci_method"] == "cluster-bootstrap" and p["rate"] == 0.5
+    lo, hi = p["ci"]
+    w_lo, w_hi = wilson(4, 8)
+    assert lo < 0.5 < hi and (hi - lo) > (w_hi - w_lo)  # wider than pretending 8 independent rows
+
+
+def test_flag_rate_is_flagged_over_n() -> None:
+    r = flag_rate(np.array([True, False, False, False]))
+    assert (r["flagged"], r["n"], r["rate"]) == (1, 4, 0.25) and r["ci"][0] < 0.25 < r["ci"][1]
+
+
+# -- denominators ----------------------------------------------------------------------------
+def test_asr_denominator_counts_attacked_rows_only() -> None:
+    rows = [row(fooled=True, sample="s0"), row(fooled=True, sample="s1"), row(fooled=False, sample="s2"),
+            row(fooled=False, sample="s3", exhausted=True),  # a failed search: attacked, not fooled
+            row(outcome="skipped", sample="s4"), row(outcome="original_floored", sample="s5"),
+            row(fooled=True, sample="s6", fitting_sample=True)]
+    t = asr_table(rows)["f (R-)"]
+    assert (t["primary"]["successes"], t["primary"]["n"]) == (2, 4)
+    assert (t["attacked"], t["skipped"], t["original_floored"], t["fitting"]) == (4, 1, 1, 1)
+    assert overall(rows)["asr"] == 0.5
+    assert len(counted(rows)) == 4
+
+
+def test_an_exhausted_search_is_attacked_and_not_fooled(tmp_path) -> None:
+    """Observation 2: a robust victim reads 0 %, not n/a."""
+    pool = samples(3)
+    a = attacks.load("textfooler-pos", delta=20)
+    log = run_attacks(pool, [a], ConstantMetric(), tmp_path / "r.jsonl", progress=False, budget=40)
+    rows, _ = read_results(tmp_path / "r.jsonl")
+    assert all(r.outcome == "attacked" and r.meta["exhausted"] for r in rows)
+    assert all(r.adversarial is not None and r.victim_after == 50.0 for r in rows)  # best candidate kept
+    s = summarize(list(log))["textfooler-pos"]
+    assert (s["primary"]["successes"], s["primary"]["n"], s["primary"]["asr"]) == (0, 3, 0.0)
+
+
+# -- criteria --------------------------------------------------------------------------------
+def test_adveval_criterion_is_strict() -> None:
+    """AdvEval Eq. 3: S_gold > tau1 and S_gold - S_victim > tau2 (R+), mirrored for R-."""
+    c = Criteria()
+    assert not c.gold_verdict("R+", gold=70.0, victim=10.0)  # gold not above 70
+    assert not c.gold_verdict("R+", gold=80.0, victim=40.0)  # gap exactly 40
+    assert c.gold_verdict("R+", gold=80.1, victim=40.0)
+    assert not c.gold_verdict("R-", gold=30.0, victim=90.0)  # gold not below 30
+    assert not c.gold_verdict("R-", gold=20.0, victim=60.0)
+    assert c.gold_verdict("R-", gold=20.0, victim=60.5)
+    assert Criteria.from_config({"invariance_tolerance": 3}).invariance_tolerance == 3.0
+    with pytest.raises(Exception, match="unknown criteria option"):
+        Criteria.from_config({"tolerance": 3})
+
+
+def test_rows_record_criteria_dataset_and_victim(tmp_path) -> None:
+    run_attacks(samples(2), [attacks.load("generic-cucumber")], LengthMetric(), tmp_path / "r.jsonl",
+                progress=False, dataset="toy", criteria=Criteria(invariance_tolerance=2.5))
+    rows, dataset = read_results(tmp_path / "r.jsonl")
+    assert dataset == "toy"
+    assert rows[0].criteria == {"version": "robusteval.criteria/2", "tau1_pos": 70.0, "tau1_neg": 30.0,
+                                "tau2": 40.0, "invariance_tolerance": 2.5}
+    assert rows[0].victim == "length" and rows[0].victim_repro.startswith("length|")
+
+
+# -- the clean original ----------------------------------------------------------------------
+def test_victim_before_is_the_clean_original_for_mismatched_start_searches(tmp_path) -> None:
+    """Observation 4: the histogram's clean scores are the originals' scores."""
+    from robusteval.compare.pipeline import score_distributions
+
+    pool = [Sample(id=f"s{i}", task="dialogue", response=" ".join(["word"] * (i + 2)), context=(f"c{i}",))
+            for i in range(4)]
+    log = run_attacks(pool, [attacks.load("textfooler-neg", delta=5)], LengthMetric(), tmp_path / "r.jsonl",
+                      progress=False, budget=20)
+    rows = list(log)
+    for r in rows:
+        original = next(s for s in pool if s.id == r["sample_id"])
+        assert r["victim_before"] == 5.0 * len(original.response.split())
+        assert r["meta"]["start_score"] != r["victim_before"] or r["original"] == original.response
+    dist = score_distributions(rows)
+    assert dist["clean"] == sorted(5.0 * (i + 2) for i in range(4))
+
+
+def test_a_floored_original_is_its_own_outcome(tmp_path) -> None:
+    """Observation 5: a guard that floors the clean original does not turn R- attacks into successes."""
+    from robusteval.detectors import guard
+    from robusteval.detectors.base import Detector
+
+    class FlagsEverything(Detector):
+        name = "everything"
+
+        def _analyze(self, samples):
+            return [{"suspicion": 1.0} for _ in samples]
+
+    guarded = guard(LengthMetric(), [FlagsEverything(threshold=0.5)], policy="floor")
+    run_attacks(samples(3), [attacks.load("generic-cucumber")], guarded, tmp_path / "r.jsonl", progress=False)
+    rows, _ = read_results(tmp_path / "r.jsonl")
+    assert [r.outcome for r in rows] == ["original_floored"] * 3
+    assert all(r.success["expectation"] is None for r in rows)
+    t = summarize(rows)["generic-cucumber"]
+    assert (t["primary"]["n"], t["original_floored"]) == (0, 3) and t["primary"]["asr"] is None
+
+
+# -- resume only the same run ----------------------------------------------------------------
+def test_attack_resume_refuses_another_victim_seed_or_limit(tmp_path) -> None:
+    out = tmp_path / "r.jsonl"
+    chosen = [attacks.load("generic-cucumber")]
+    run_attacks(samples(4), chosen, LengthMetric(), out, progress=False, fingerprint={"seed": 0})
+    with pytest.raises(RunMismatchError, match="victim"):
+        run_attacks(samples(4), chosen, ConstantMetric(), out, resume=True, progress=False, fingerprint={"seed": 0})
+    with pytest.raises(RunMismatchError, match="seed"):
+        run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 1})
+    with pytest.raises(RunMismatchError, match="samples"):  # --limit 3
+        run_attacks(samples(3), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 0})
+    with pytest.raises(RunMismatchError, match="budget"):
+        run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, budget=5,
+                    fingerprint={"seed": 0})
+    log = run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 0})
+    assert len(log) == 4
+
+
+def test_compare_folder_refuses_another_policy(tmp_path) -> None:
+    fp = run_fingerprint(command="compare", config={"guard": {"policy": "floor"}, "budget": 60})
+    claim_folder(tmp_path, fp, resume=False)
+    claim_folder(tmp_path, fp, resume=True)  # the same run continues
+    with pytest.raises(RunMismatchError, match=r"config\.guard\.policy: 'floor' -> 'flag'"):
+        claim_folder(tmp_path, run_fingerprint(command="compare", config={"guard": {"policy": "flag"}, "budget": 60}),
+                     resume=True)
+    with pytest.raises(FileExistsError):
+        claim_folder(tmp_path, fp, resume=False)
+
+
+def test_score_cli_refuses_to_relabel_another_metric(tmp_path, capsys) -> None:
+    """Observation 1: `score --metric bleu` then `score --metric rougeL --resume` printed BLEU's mean."""
+    from robusteval.cli.main import main
+
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"id": f"x{i}", "response": f"the cat sat on mat {i}",
+                                        "reference": f"the cat sat on the mat {i}"}) + "\n" for i in range(5)))
+    out = tmp_path / "out"
+    args = ["score", "--input", str(data), "--columns", "response=response", "--columns", "reference=reference", "--out-dir", str(out)]
+    assert main([*args, "--metric", "bleu"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--metric", "rougeL", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "different run" in err and "metric" in err
+    assert main([*args, "--metric", "bleu", "--limit", "3", "--resume"]) == 2  # another --limit
+    assert main([*args, "--metric", "bleu", "--resume"]) == 0  # the same run continues
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 5 and summary["metric"] == "bleu"
+
+
+class Interrupting(Metric):
+    """Scores one chunk, then the user presses Ctrl-C."""
+
+    name = "interrupting"
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.left = after
+
+    def _score(self, samples):
+        if self.left <= 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return np.full(len(samples), 40.0)
+
+
+def test_summary_counters_come_from_the_log_of_this_run(tmp_path) -> None:
+    """Observation 1: after kills, flags and fallbacks counted only the last process."""
+    from robusteval.detectors import guard
+    from robusteval.detectors.base import Detector
+
+    class FlagsOdd(Detector):
+        name = "odd"
+
+        def _analyze(self, samples):
+            return [{"suspicion": float(int(s.id[1:]) % 2)} for s in samples]
+
+    pool = samples(10)
+    log = tmp_path / "scores.jsonl"
+    for after in (1, 1):  # two processes, each killed after one chunk of 3
+        metric = guard(Interrupting(after), [FlagsOdd(threshold=0.5)], policy="flag")
+        with pytest.raises(KeyboardInterrupt):
+            score_with_log(metric, pool, log, resume=True, chunk=3)
+    metric = guard(Interrupting(99), [FlagsOdd(threshold=0.5)], policy="flag")
+    score_with_log(metric, pool, log, resume=True, chunk=3)
+    s = score_summary(log, [p.id for p in pool])
+    assert s["n"] == 10 and s["guard"]["flagged"] == {"odd": 5} and s["guard"]["flagged_any"] == 5
+    assert s["counters"]["guard.flagged.odd"] == 5  # summed over the three processes' rows
+    assert score_summary(log, ["s0", "s1"])["n"] == 2  # only the rows asked for
+    assert len(read_jsonl(log)) == 10
+
+
+def test_cli_interrupt_and_disk_errors_end_in_one_line(tmp_path, capsys, monkeypatch) -> None:
+    from robusteval.cli import score_cmd
+    from robusteval.cli.main import main
+
+    data = tmp_path / "in.jsonl"
+    data.write_text(json.dumps({"id": "x", "response": "hello there", "reference": "hi there"}) + "\n")
+    args = ["score", "--metric", "bleu", "--input", str(data), "--columns", "response=response", "--columns", "reference=reference",
+            "--out-dir", str(tmp_path / "o")]
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(score_cmd, "score_with_log", interrupt)
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+
+    def disk_full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "o" / "scores.jsonl"))
+
+    monkeypatch.setattr(score_cmd, "score_with_log", disk_full)
+    assert main(args) == 74
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "No space left on device" in err and "scores.jsonl" in err
