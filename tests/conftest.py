@@ -1,4 +1,12 @@
-"""Shared fixtures: the real data folder (skips without it) and tiny models built from configs."""
+"""Shared fixtures: the real data folder (skips without it) and tiny models built from configs.
+
+Hypothesis runs under the ``ci`` profile (always when ``CI`` is set; otherwise unless
+``HYPOTHESIS_PROFILE`` names another): examples
+are derived from each test's name (``derandomize``), no example database is read or written,
+and a failure prints its reproduction blob, so every run, on every clone, tries the same
+inputs. ``HYPOTHESIS_PROFILE=explore`` searches with fresh random inputs (more examples) when
+hunting for new failures; pin what it finds with ``@example``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
+settings.register_profile("explore", deadline=None, print_blob=True, max_examples=1000)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CORPUS = (
     "the cat sat on the mat . the dog ate my homework . is this a good answer ? yes it is . "
