@@ -5,6 +5,7 @@ import json
 import pytest
 
 from robusteval.cli.main import main
+from robusteval.results import read_jsonl
 
 REQUIRED = {"bleu", "chrf", "rouge1", "rouge2", "rougeL", "meteor", "bertscore", "unieval", "poe",
             "cross-encoder", "dialogrpt", "llm-judge"}
@@ -43,14 +44,14 @@ def test_score_file_and_resume(tmp_path, capsys) -> None:
     args = ["score", "--metric", "rougeL", "--input", str(p), "--columns", "response=hyp",
             "--columns", "reference=ref", "--task", "summarization", "--out-dir", str(out)]
     assert main(args) == 0
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = read_jsonl(out / "scores.jsonl")
     assert len(rows) == 6 and all(0 < r["score"] <= 100 for r in rows)
     assert main(args) == 2  # exists, no --resume
     assert "--resume" in capsys.readouterr().err
     assert main([*args, "--resume"]) == 0
-    assert len((out / "scores.jsonl").read_text().splitlines()) == 6
+    assert len(read_jsonl(out / "scores.jsonl")) == 6
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n"] == 6 and "rougeL" in summary["report"]["reproducibility"]
+    assert summary["n"] == 6 and "rougeL" in summary["reproducibility"] and summary["missing"] == 0
 
 
 def test_score_errors_are_clear(tmp_path, capsys) -> None:
@@ -108,10 +109,10 @@ def test_attack_command_with_resume(data_dir, tmp_path, capsys) -> None:
             "--data-dir", str(data_dir)]
     assert main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["attacks"]["previous-utterance"]["applicable"] == 5
-    assert summary["attacks"]["previous-utterance"]["asr"]["beats_reference"] == 1.0
+    assert summary["attacks"]["previous-utterance"]["attacked"] == 5
+    assert summary["attacks"]["previous-utterance"]["criteria"]["beats_reference"]["asr"] == 1.0
     assert main([*args, "--resume"]) == 0
-    assert len((out / "results.jsonl").read_text().splitlines()) == 10
+    assert len(read_jsonl(out / "results.jsonl")) == 10
     assert main([*args[:-4], "--attacks", "family:nope", "--out-dir", str(tmp_path / "x")]) == 2
     assert "no attack of family 'nope'" in capsys.readouterr().err
 
@@ -133,4 +134,4 @@ victims:
     for label in ("r-ctx", "b-ctx"):
         summary = json.loads((out / label / "summary.json").read_text())
         assert summary["n_samples"] == 3 and summary["selection"] == "best-per-context"
-        assert summary["attacks"]["previous-utterance"]["asr"]["gold"] is not None
+        assert summary["attacks"]["previous-utterance"]["criteria"]["gold"]["n"] == 3

@@ -9,6 +9,7 @@ import yaml
 from robusteval import Sample, attacks, detectors, metrics
 from robusteval.attacks.runner import run_attacks
 from robusteval.cli.main import main
+from robusteval.results import read_jsonl
 
 EIGHT = ["context_copy", "gec", "generic", "judge_injection", "nonalnum", "parse_triple", "perplexity", "speaker_tag"]
 
@@ -28,12 +29,13 @@ def test_score_with_a_guard_block_writes_flags(tmp_path) -> None:
     cfg.write_text(yaml.safe_dump({"metric": "rougeL", "guard": {"detectors": ["speaker_tag"], "policy": "floor"}}))
     assert main(["score", "--config", str(cfg), "--input", str(inp), "--columns", "response=hyp",
                  "--columns", "reference=ref", "--out-dir", str(tmp_path / "o")]) == 0
-    rows = [json.loads(x) for x in (tmp_path / "o" / "scores.jsonl").read_text().splitlines()]
+    rows = read_jsonl(tmp_path / "o" / "scores.jsonl")
     assert rows[0]["score"] == 100.0 and rows[0]["guard"]["flagged"] == []
     assert rows[1]["score"] == 0.0 and rows[1]["guard"]["flagged"] == ["speaker_tag"]
     assert rows[1]["guard"]["raw_score"] > 80
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert summary["report"]["guard"]["flagged"] == {"speaker_tag": 1, "any": 1}
+    assert summary["guard"] == {"scored": 2, "flagged_any": 1, "flagged": {"speaker_tag": 1}}
+    assert summary["counters"]["guard.flagged.speaker_tag"] == 1  # from the log's rows
     cfg.write_text(yaml.safe_dump({"metric": "rougeL", "guard": {"detector": ["speaker_tag"]}}))
     assert main(["score", "--config", str(cfg), "--input", str(inp), "--columns", "response=hyp",
                  "--columns", "reference=ref", "--out-dir", str(tmp_path / "o2")]) == 2

@@ -14,13 +14,14 @@ import pytest
 import yaml
 
 from robusteval import metrics
+from robusteval.asr import asr_table, overall
 from robusteval.attacks.runner import run_attacks, yardstick
 from robusteval.cli.main import main
 from robusteval.compare import parse
-from robusteval.compare.asr import asr_table, overall
 from robusteval.compare.guarding import roc
 from robusteval.compare.replay import ReplayAttack, replays
 from robusteval.errors import RobustevalError
+from robusteval.results import read_jsonl
 from robusteval.types import Sample
 
 FAST_DETECTORS = ["nonalnum", "speaker_tag", "context_copy", "generic", "judge_injection"]
@@ -61,23 +62,26 @@ def compared(tiny_bert, tmp_path_factory) -> tuple[Path, dict, Path]:
 
 # -- units ---------------------------------------------------------------------------------
 def row(attack: str, family: str, direction: str, success: dict, applicable: bool = True, **meta) -> dict:
-    return {"attack": attack, "family": family, "direction": direction, "sample_id": "s", "applicable": applicable,
-            "adversarial": "x", "success": success, "meta": meta, "victim_before": 50.0, "victim_after": 60.0,
-            "model_calls": 1}
+    from robusteval.attacks.base import ResultRow
+
+    return ResultRow(attack, family, "s", direction, "o", "x", "low", outcome="attacked" if applicable else "skipped",
+                     success=success, meta=meta, victim_before=50.0, victim_after=60.0, model_calls=1).to_dict()
 
 
 def test_asr_uses_the_primary_criterion_per_direction_and_skips_fitting_samples() -> None:
     rows = [row("a", "f", "R-", {"beats_reference": True, "expectation": False, "gold": None}),
             row("a", "f", "R-", {"beats_reference": False, "expectation": True, "gold": None}),
             row("a", "f", "R-", {"beats_reference": True, "expectation": True, "gold": None}, fitting_sample=True),
-            row("b", "f", "R+", {"beats_reference": None, "expectation": True, "gold": None}),
+            row("b", "f", "R+", {"beats_reference": None, "invariance": True, "gold": None}),
             row("c", "f", "R-", {}, applicable=False)]
     table = asr_table(rows)
-    assert table["f (R-)"]["primary"] == {"successes": 1, "n": 2, "asr": 0.5}
-    assert table["f (R-)"]["criteria"]["expectation"] == {"successes": 1, "n": 2, "asr": 0.5}
-    assert table["f (R-)"]["criteria"]["gold"] == {"successes": 0, "n": 0, "asr": None}
+    # both R- rows share one context (sample "s"): a cluster bootstrap, not Wilson
+    assert {k: table["f (R-)"]["primary"][k] for k in ("successes", "n", "asr")} == {"successes": 1, "n": 2, "asr": 0.5}
+    assert table["f (R-)"]["criteria"]["expectation"]["successes"] == 1
+    assert table["f (R-)"]["criteria"]["gold"] == {"successes": 0, "n": 0, "asr": None, "ci": None, "ci_method": None}
     assert table["f (R+)"]["primary"]["asr"] == 1.0
-    assert overall(rows) == {"successes": 2, "n": 3, "asr": 0.666667}
+    assert (table["f (R-)"]["skipped"], table["f (R-)"]["fitting"]) == (1, 1)
+    assert {k: overall(rows)[k] for k in ("successes", "n", "asr")} == {"successes": 2, "n": 3, "asr": 0.666667}
 
 
 def test_roc_auc_and_endpoints() -> None:
@@ -91,7 +95,7 @@ def test_roc_auc_and_endpoints() -> None:
 def test_replay_returns_recorded_texts_without_the_old_victims_meta() -> None:
     s = Sample(id="s1", task="dialogue", context=("hi",), response="hello there", reference="hey")
     rec = {"attack": "jumbled-words", "family": "dialogue-rules", "direction": "R-", "sample_id": "s1",
-           "applicable": True, "adversarial": "there hello", "meta": {"guard": {}, "reference_score": 3.0, "aspect": "x"}}
+           "outcome": "attacked", "adversarial": "there hello", "meta": {"guard": {}, "reference_score": 3.0, "aspect": "x"}}
     attack = ReplayAttack([rec])
     assert (attack.name, attack.family, attack.direction, attack.needs_victim) == \
         ("jumbled-words", "dialogue-rules", "R-", False)
@@ -170,7 +174,7 @@ def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
 # -- end to end ----------------------------------------------------------------------------
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
-    assert report["schema"] == "robusteval.compare/1"
+    assert report["schema"] == "robusteval.compare/2"
     assert {p.name for p in out.iterdir()} >= {"report.json", "report.md", "report.html", "guard"}
     dlg = report["suites"]["dialogue"]
     learned, rouge = dlg["victims"]["tiny evaluator"], dlg["victims"]["rougeL"]
@@ -182,9 +186,8 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     plain, guarded = learned["variants"]["plain"]["asr"], learned["variants"]["guarded"]["asr"]
     assert guarded["dialogue-rules (R-)"]["primary"]["asr"] <= plain["dialogue-rules (R-)"]["primary"]["asr"]
     # ... and it is the guard doing it: every speaker-tagged reply is flagged by speaker_tag and floored to 0
-    tagged = [r for r in map(json.loads, (out / "dialogue" / "tiny-evaluator" / "guarded" / "transfer" /
-                                          "results.jsonl").read_text().splitlines())
-              if r["attack"] == "speaker-tag-teacher" and r["applicable"]]
+    tagged = [r for r in read_jsonl(out / "dialogue" / "tiny-evaluator" / "guarded" / "transfer" / "results.jsonl")
+              if r["attack"] == "speaker-tag-teacher" and r["outcome"] == "attacked"]
     assert tagged and all("speaker_tag" in r["meta"]["guard"]["adversarial"]["flagged"] and r["victim_after"] == 0.0
                           for r in tagged)
     # adaptive rows: the search attack rerun with the guard in the loop

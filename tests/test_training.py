@@ -56,7 +56,8 @@ def test_pool_splits_by_context_and_pairs_adversarial_examples(data_dir, tmp_pat
     samples = data.load("dailydialog-zhao", data_dir)[:18]
     out = tmp_path / "adv"
     run_attacks(samples, [attacks.load("speaker-tag-user"), attacks.load("adveval-synonym")],
-                metrics.load("rougeL", against="context"), out / "results.jsonl", progress=False)
+                metrics.load("rougeL", against="context"), out / "results.jsonl", progress=False,
+                dataset="dailydialog-zhao")
     (out / "summary.json").write_text(json.dumps({"dataset": "dailydialog-zhao"}))
     pool = build_pool(["dailydialog-zhao"], [], [str(out)], only_successful=False, adv_low_target=0.0, negatives=1,
                       val_fraction=0.2, test_fraction=0.3, seed=0, data_dir=str(data_dir), limit=None)
