@@ -178,3 +178,18 @@ def test_blank_response_loads_and_is_empty_text_when_scored(tmp_path) -> None:
         CountingMetric().score(samples)
     m = CountingMetric(on_empty="floor")
     assert m.score(samples).tolist()[1] == 0.0 and m.report()["fallbacks"] == {"empty_response": 1}
+
+
+def test_jsonl_lines_end_at_newline_only(tmp_path) -> None:
+    """A JSON string may hold U+2028, U+2029 or U+0085 raw; they do not end a JSON Lines line
+    (the fuzz benchmark found str.splitlines cutting such a record in two)."""
+    rows = [{**ROWS[0], "response": "one\u2028two\u2029three\x85four"}, ROWS[1],
+            {**ROWS[2], "overall": 0}]
+    path = tmp_path / "ls.jsonl"
+    text = "\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows).replace('"overall": 0', '"overall": NaN')
+    path.write_text(text + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError) as err:
+        load(path)
+    assert (err.value.line, err.value.field) == (3, "overall")
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows[:2]), encoding="utf-8")
+    assert [s.response for s in load(path)] == [rows[0]["response"], ROWS[1]["response"]]

@@ -206,7 +206,10 @@ def _skip_ws(text: str, pos: int) -> int:
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
     """(line number, object) for every non-blank line of a JSONL file; invalid JSON or a lone
     surrogate in any string is a DataFormatError naming the line (and the field)."""
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    # Lines end at "\n" only (JSON Lines): str.splitlines would also cut at U+2028, U+0085
+    # and other characters a JSON string may hold raw.
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
