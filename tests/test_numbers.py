@@ -281,3 +281,44 @@ def test_cli_interrupt_and_disk_errors_end_in_one_line(tmp_path, capsys, monkeyp
     assert main(args) == 74
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "No space left on device" in err and "scores.jsonl" in err
+
+
+class FlakyJudge(Metric):
+    """Falls back (counted) on its first call, answers on later ones."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def _score(self, samples):
+        self.calls += 1
+        if self.calls == 1:
+            self.fallbacks["unparseable"] += len(samples)
+            return np.full(len(samples), 50.0)
+        return np.full(len(samples), 90.0)
+
+
+def test_the_victim_cache_never_keeps_a_fallback_score() -> None:
+    from robusteval.attacks.victim import CachedVictim
+
+    v = CachedVictim(FlakyJudge())
+    s = samples(1)[0]
+    assert v.score_one(s, "a reply") == 50.0  # the fallback, counted by the metric...
+    assert v.score_one(s, "a reply") == 90.0  # ...is asked again, not served from the cache
+    assert v.score_one(s, "a reply") == 90.0 and v.cache_hits == 1
+
+
+def test_correlation_drops_nonfinite_pairs_and_resamples_contexts() -> None:
+    from robusteval.metaeval import metaevaluate
+
+    rng = np.random.default_rng(0)
+    pool = [Sample(id=f"r{i}", task="dialogue", response=f"reply {i}", context=(f"context {i // 3}",),
+                   human={"overall": float(h)}) for i, h in enumerate(rng.integers(1, 6, 30))]
+    pool[4] = Sample(id="r4", task="dialogue", response="x", context=("context 1",), human={"overall": float("nan")})
+    scores = np.array([float(s.human["overall"]) + rng.normal() for s in pool])
+    e = metaevaluate(pool, scores, n_boot=200)["overall"]
+    assert e["n"] == 29 and e["dropped_nonfinite"] == 1  # the NaN pair is not counted in n
+    assert e["spearman"]["r"] is not None and e["spearman"]["ci95"] is not None  # one NaN no longer voids it
+    assert e["ci_method"] == "context-bootstrap" and e["n_contexts"] == 10

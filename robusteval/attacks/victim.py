@@ -11,6 +11,13 @@ import numpy as np
 from robusteval.types import Sample
 
 
+def fallback_counts(metric: Any) -> dict[str, int]:
+    """The metric's fallback counters (keys under ``fallbacks``, however nested)."""
+    from robusteval.results import counters
+
+    return {k: v for k, v in counters(metric).items() if "fallbacks" in k.split(".")}
+
+
 class CachedVictim:
     """Scores (sample, text) pairs with ``metric``, batching cache misses into one call.
 
@@ -50,11 +57,16 @@ class CachedVictim:
                 missing.setdefault(t, []).append(i)
         if missing:
             todo = list(missing)
+            before = fallback_counts(self.metric)
             scores = self.metric.score([sample.with_response(t) for t in todo])
+            # a batch in which the metric fell back (an unparseable or failed LLM answer scored
+            # as a midpoint, ...) is not cached: a later query asks again instead of reusing it
+            cache = fallback_counts(self.metric) == before
             self.model_calls += len(todo)
             self.batches += 1
             for t, v in zip(todo, scores, strict=True):
-                self._cache[(sample.id, t)] = float(v)
+                if cache:
+                    self._cache[(sample.id, t)] = float(v)
                 scored[missing[t][0]] = True
                 for i in missing[t]:
                     out[i] = v

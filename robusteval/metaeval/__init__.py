@@ -37,11 +37,15 @@ def correlation(x: np.ndarray, y: np.ndarray, method: str) -> float | None:
 
 
 def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, seed: int = 0,
-                 alpha: float = 0.05) -> tuple[float, float] | None:
-    rng = np.random.default_rng(seed)
+                 alpha: float = 0.05, clusters: Sequence[Any] | None = None) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a correlation. With ``clusters`` (the context of each
+    rated response) whole contexts are resampled, since responses to one context are not
+    independent (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
+    from robusteval.stats import cluster_bootstrap_indices
+
+    plan = cluster_bootstrap_indices(clusters if clusters is not None else range(len(x)), n_boot, seed)
     vals = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(x), len(x))
+    for idx in plan:
         r = correlation(x[idx], y[idx], method)
         if r is not None:
             vals.append(r)
@@ -51,11 +55,21 @@ def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, 
 
 
 def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: int = 0,
-              methods: Sequence[str] = METHODS) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": len(scores)}
+              methods: Sequence[str] = METHODS, clusters: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Correlations with 95 % bootstrap intervals; pairs with a non-finite value are dropped
+    (and counted in ``dropped_nonfinite``), so ``n`` is the number of pairs correlated."""
+    scores, human = np.asarray(scores, float), np.asarray(human, float)
+    ok = np.isfinite(scores) & np.isfinite(human)
+    shared = clusters is not None and len(set(clusters)) < len(clusters)
+    kept = [c for c, k in zip(clusters, ok, strict=True) if k] if shared and clusters is not None else None
+    scores, human = scores[ok], human[ok]
+    out: dict[str, Any] = {"n": len(scores), "dropped_nonfinite": int((~ok).sum()),
+                           "ci_method": "context-bootstrap" if shared else "bootstrap"}
+    if shared and kept is not None:
+        out["n_contexts"] = len(set(kept))
     for m in methods:
         out[m] = {"r": correlation(scores, human, m),
-                  "ci95": bootstrap_ci(scores, human, m, n_boot, seed) if n_boot else None}
+                  "ci95": bootstrap_ci(scores, human, m, n_boot, seed, clusters=kept) if n_boot else None}
     return out
 
 
@@ -81,12 +95,12 @@ def metaevaluate(samples: Sequence[Sample], scores: np.ndarray, aspects: Sequenc
         aspects = list(dict.fromkeys(a for s in samples for a in s.human))
     result: dict[str, Any] = {}
     for aspect in aspects:
-        idx = [i for i, s in enumerate(samples) if aspect in s.human and np.isfinite(scores[i])]
+        idx = [i for i, s in enumerate(samples) if aspect in s.human]
         if not idx:
             result[aspect] = {"n": 0, "note": "no sample has this aspect"}
             continue
-        h = np.array([samples[i].human[aspect] for i in idx])
-        entry = correlate(scores[idx], h, n_boot, seed)
+        h = np.array([samples[i].human[aspect] for i in idx], dtype=float)
+        entry = correlate(scores[idx], h, n_boot, seed, clusters=[samples[i].context_key() for i in idx])
         if system:
             entry["system"] = system_level([samples[i] for i in idx], scores[idx], aspect)
         result[aspect] = entry
