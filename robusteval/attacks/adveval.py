@@ -126,9 +126,11 @@ class _AdvEval(Attack):
             if victim.model_calls - calls0 >= budget:
                 stop_reason = "budget"
                 break
-            outs = self.generator.generate([self.prompt(sample, history)], n=self.n_candidates,
-                                           temperature=self.temperature, max_new_tokens=self.max_new_tokens,
-                                           seed=self.seed * 7919 + it)[0]
+            from robusteval.llm import call_with
+
+            outs = call_with(self.generator.generate, [self.prompt(sample, history)], optional={"ids": [sample.id]},
+                             n=self.n_candidates, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+                             seed=self.seed * 7919 + it)[0]
             cands = [c for c in dict.fromkeys(clean_candidate(o) for o in outs) if c and c not in seen]
             room = budget - (victim.model_calls - calls0)
             cands = cands[:max(room, 0)]

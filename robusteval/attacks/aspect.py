@@ -322,9 +322,13 @@ class LLMPerturbation(_Aspect):
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         from robusteval.attacks.adveval import clean_candidate
+        from robusteval.llm import call_with
 
-        out = self.generator.generate([self.prompt(sample)], n=1, temperature=0.0,
-                                      max_new_tokens=self.max_new_tokens, seed=self.seed)[0][0]
+        outs = call_with(self.generator.generate, [self.prompt(sample)], optional={"ids": [sample.id]}, n=1,
+                         temperature=0.0, max_new_tokens=self.max_new_tokens, seed=self.seed)[0]
+        if not outs:  # the backend fell back (a failed request it was told to tolerate)
+            return None
+        out = outs[0]
         text = clean_candidate(out)
         return text or None
 
