@@ -106,7 +106,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         rows, dataset = read_results(path)
         dataset = args.dataset or dataset
         if not dataset:
-            raise RobustevalError(f"{path}: no summary.json names the dataset; pass --dataset")
+            raise RobustevalError(f"{path}: the result rows name no single dataset; pass --dataset")
         by_id = {s.id: s for s in data.load(dataset, args.data_dir or cfg.get("data_dir"))}
         attacked += adversarial_samples(rows, by_id)
     clean = _clean(args, cfg, "heldout")
