@@ -49,12 +49,10 @@ def _word_tokenizer(tmp: Path, specials: list[str], extra: list[str]):
     return tok, PreTrainedTokenizerFast, processors
 
 
-@pytest.fixture(scope="session")
-def tiny_t5(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_tiny_t5(folder: Path) -> Path:
     """A 2-layer T5 with a word-level tokenizer where 'Yes' and 'No' are whole tokens."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    folder = tmp_path_factory.mktemp("tiny_t5")
     tok, fast, processors = _word_tokenizer(folder, ["<pad>", "</s>", "<unk>"], ["Yes", "No"])
     tok.post_processor = processors.TemplateProcessing(
         single="$A </s>", special_tokens=[("</s>", tok.token_to_id("</s>"))])
@@ -70,13 +68,11 @@ def tiny_t5(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_tiny_gpt2(folder: Path) -> Path:
     """A 2-layer GPT-2 sequence scorer (DialogRPT layout) with a word-level tokenizer."""
     import torch
     from transformers import GPT2Config, GPT2ForSequenceClassification
 
-    folder = tmp_path_factory.mktemp("tiny_gpt2")
     tok, fast, _ = _word_tokenizer(folder, ["<|endoftext|>", "<unk>"], [])
     hf = fast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
               unk_token="<unk>")
@@ -88,13 +84,11 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_tiny_bert(folder: Path) -> Path:
     """A 2-layer BERT encoder with a WordPiece vocabulary (cross-encoder tests)."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    folder = tmp_path_factory.mktemp("tiny_bert")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(CORPUS.split()))]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
@@ -105,13 +99,11 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_tiny_lm(folder: Path) -> Path:
     """A 2-layer GPT-2 causal LM with a word-level tokenizer (perplexity tests)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    folder = tmp_path_factory.mktemp("tiny_lm")
     tok, fast, _ = _word_tokenizer(folder, ["<|endoftext|>", "<unk>"], [])
     hf = fast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<unk>")
     hf.save_pretrained(folder)
@@ -120,3 +112,28 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      pad_token_id=hf.eos_token_id)
     GPT2LMHeadModel(cfg).save_pretrained(folder)
     return folder
+
+
+# Builders are plain functions so benchmarks/fuzz.py can build the same tiny models.
+TINY_BUILDERS = {"tiny_t5": build_tiny_t5, "tiny_gpt2": build_tiny_gpt2, "tiny_bert": build_tiny_bert,
+                 "tiny_lm": build_tiny_lm}
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_t5(tmp_path_factory.mktemp("tiny_t5"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_lm(tmp_path_factory.mktemp("tiny_lm"))

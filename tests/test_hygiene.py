@@ -199,3 +199,44 @@ def test_every_guard_policy_gives_clear_errors_and_counted_fallbacks(policy: str
     floor = detectors.guard(CountingMetric(on_empty="floor"), ["nonalnum"], policy=policy)
     assert floor.score([sample("z", response="\u200b\u200c")]).tolist() == [0.0]
     assert floor.report()["fallbacks"] == {"empty_response": 1}
+
+
+# -- model metrics: text a tokenizer cannot read, inputs longer than a model -----------------
+UNREADABLE = "\ue000\U000f0000\ufffd"  # private-use, plane-15 private-use, replacement character
+
+
+def test_bertscore_text_its_tokenizer_drops_is_empty_text_not_a_silent_zero() -> None:
+    from robusteval.metrics.bertscore import BERTScore
+
+    strict = BERTScore()
+    assert not is_blank(UNREADABLE) and not strict.readable(UNREADABLE) and strict.readable("\u0301a")
+    with pytest.raises(InputError, match="field 'response': bertscore's tokenizer keeps no token"):
+        strict.score([sample("u", response=UNREADABLE)])
+    floor = BERTScore(on_empty="floor")
+    assert floor.score([sample("u", response=UNREADABLE)]).tolist() == [0.0]
+    assert floor.report()["fallbacks"] == {"empty_after_tokenization": 1}
+    with pytest.raises(InputError, match="field 'reference'"):
+        strict.score([sample("r", reference=UNREADABLE)])
+    mixed = strict.score([sample("m", reference=UNREADABLE, references=("i am well",))])
+    assert mixed.tolist() == strict.score([sample("m")]).tolist()  # the unreadable reference is left out
+
+
+def test_dialogrpt_never_feeds_more_tokens_than_the_model_has_positions(tiny_gpt2) -> None:
+    from robusteval.metrics.dialogrpt import DialogRPT
+
+    m = DialogRPT(checkpoints={"updown": str(tiny_gpt2)})
+    assert m.max_length == 256  # the tiny GPT-2 has 256 positions; DialogRPT's own 1024
+    long = sample("long", context=tuple("how are you today ?" for _ in range(400)))
+    got = m.score([long, sample("short")])
+    assert np.isfinite(got).all() and got.shape == (2,)
+
+
+def test_unieval_invisible_only_source_is_missing(tiny_t5) -> None:
+    from robusteval.metrics.unieval import UniEval
+
+    m = UniEval(model=str(tiny_t5), dimension="consistency")
+    doc = Sample(id="d", task="summarization", response="the cat sat on the mat .", context=("\u200b\u2060 \ufeff",))
+    with pytest.raises(InputError, match="sample 'd', field 'context'"):
+        m.score([doc])
+    assert np.isfinite(m.score([Sample(id="ok", task="summarization", response="the cat sat on the mat .",
+                                       context=("the dog ate my homework .",))])).all()

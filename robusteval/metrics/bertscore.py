@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from robusteval.errors import InputError
 from robusteval.metrics.base import PairMetric
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import cache_dir, minilm_dir
@@ -133,6 +134,7 @@ class BERTScore(PairMetric):
             self.idf_dict[self.tokenizer.sep_token_id] = 0
             self.idf_dict[self.tokenizer.cls_token_id] = 0
         self.cache = EmbeddingCache(cache_size)
+        self._readable: OrderedDict[str, bool] = OrderedDict()
         self.model_calls = 0  # forward passes
         self.rescale = rescale
         self.baseline: np.ndarray | None = self._load_baseline() if rescale else None
@@ -209,9 +211,49 @@ class BERTScore(PairMetric):
             best = (best - self.baseline) / (1.0 - self.baseline)
         return best
 
+    def readable(self, text: str) -> bool:
+        """True when the tokenizer keeps a token of ``text`` that counts in the matching.
+
+        bert-score sets P, R and F to 0 for a text whose (idf-weighted) tokens sum to 0: one
+        that tokenizes to [CLS] [SEP] alone because the tokenizer drops every character of it
+        (private-use, unassigned, U+FFFD, lone combining marks...). For this metric such a
+        text is empty text, whatever ``is_blank`` says."""
+        from bert_score.utils import sent_encode
+
+        hit = self._readable.get(text)
+        if hit is None:
+            hit = sum(self.idf_dict[i] for i in sent_encode(self.tokenizer, text)) > 0
+            self._readable[text] = hit
+            while len(self._readable) > 100_000:
+                self._readable.popitem(last=False)
+        return hit
+
     def _score(self, samples: list[Sample]) -> np.ndarray:
-        prf = self.prf([s.response for s in samples], [self.targets(s) for s in samples])
-        return 100.0 * prf[:, _INDEX[self.kind]]
+        out = np.full(len(samples), np.nan)
+        keep: list[int] = []
+        cands: list[str] = []
+        refs: list[tuple[str, ...]] = []
+        for i, s in enumerate(samples):
+            if not self.readable(s.response):
+                if self.on_empty == "error":
+                    raise InputError(s.id, "response", f"{self.name}'s tokenizer keeps no token of the "
+                                     "response (it drops every character: private-use, unassigned, "
+                                     "combining marks...), so it is empty text for this metric (pass "
+                                     "on_empty='floor' to score it as empty_score and count it)")
+                self.fallbacks["empty_after_tokenization"] += 1
+                out[i] = self.empty_score
+                continue
+            targets = tuple(t for t in self.targets(s) if self.readable(t))
+            if not targets:
+                field = "reference" if self.against == "reference" else self.against
+                raise InputError(s.id, field, f"{self.name}'s tokenizer keeps no token of any {field} "
+                                 "(it drops every character), so there is nothing to compare with")
+            keep.append(i)
+            cands.append(s.response)
+            refs.append(targets)
+        if keep:
+            out[keep] = 100.0 * self.prf(cands, refs)[:, _INDEX[self.kind]]
+        return out
 
     # -- rescaling ------------------------------------------------------------------
     def _baseline_file(self) -> Path:

@@ -62,7 +62,10 @@ class DialogRPT(Metric):
                        for h, p in self.checkpoints.items()}
         self.tokenizer = AutoTokenizer.from_pretrained(self.checkpoints[need[0]])
         self.eos = self.tokenizer.eos_token_id
-        self.max_length = max_length
+        # never more tokens than the model has positions (a longer input would index past
+        # its position table): DialogRPT has 1024, a smaller GPT-2 fewer
+        positions = min(int(getattr(m.config, "n_positions", max_length)) for m in self.models.values())
+        self.max_length = min(max_length, positions)
         self.batch_size = batch_size
         self.device = device
         self.model_calls = 0

@@ -30,6 +30,7 @@ from robusteval.metrics.base import Metric
 from robusteval.metrics.registry import register_metric
 from robusteval.nlp import split_sentences
 from robusteval.paths import resource
+from robusteval.text import is_blank
 from robusteval.types import Sample
 
 TASK_ALIASES = {"summarization": "summarization", "dialogue": "dialogue",
@@ -79,7 +80,7 @@ def build_inputs(task: str, dimension: str, samples: Sequence[Sample]) -> tuple[
     for s in samples:
         fields = fields_for(s, task)
         for k in needs:
-            if not fields[k].strip():
+            if is_blank(fields[k]):
                 raise InputError(s.id, "context" if k == "source" else k,
                                  f"UniEval {task}/{dimension} needs a non-empty {k}")
         units = split_sentences(s.response) if spec["unit"] == "sentence" else [s.response]
