@@ -135,6 +135,7 @@ class Generator:
 
         self.rng = random.Random(seed)
         self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
         self.base = data.load("quickstart-dialogue") + data.load("quickstart-summary")
         self.english = sorted({t for s in self.base for t in (s.response, s.reference or "", *s.context) if t})
 
@@ -600,7 +601,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     caps = {} if args.full else {"model": args.model_cap, "lm": args.lm_cap}
     with tempfile.TemporaryDirectory(prefix="robusteval-fuzz-") as tmp:
         work = Path(tmp)
-        (work / "files").mkdir()
         t0 = time.perf_counter()
         cases = Generator(args.seed, work / "files").cases(args.n)
         kinds = Counter(c.kind for c in cases)
