@@ -233,7 +233,8 @@ class Generator:
                         references=tuple(self.text_of("invisible_only") for _ in range(r.randint(0, 2))))
         elif kind == "blank_context":
             s = replace(s, context=tuple(self.text_of(r.choice(["empty", "invisible_only"]))
-                                         for _ in range(r.randint(0, 3))), fact=None)
+                                         for _ in range(r.randint(0, 3))), fact=None,
+                        task=r.choice(["summarization", "fact", "question_generation", "dialogue"]))
         elif kind == "many_turns":
             s = replace(s, task="dialogue", context=tuple(self.sentence() for _ in range(r.randint(50, 600))))
         return s
@@ -340,6 +341,7 @@ class Component:
     fallbacks: Callable[[], int] = lambda: 0
     requires_reference: bool = False
     blank_value: float | None = None  # a detector's value for a blank response
+    needs_source: tuple[str, ...] = ()  # tasks for which a blank context must be refused
     counts: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
@@ -386,6 +388,11 @@ def tiny_model(kind: str, workdir: Path) -> Path:
     return folder
 
 
+# Tasks for which a metric documents that it needs the source / dialogue history.
+NEEDS_SOURCE = {"llm-judge": ("summarization", "fact", "question_generation"),
+                "unieval": ("summarization", "fact", "dialogue")}
+
+
 def metric_options(name: str, workdir: Path, seed: int) -> tuple[str, dict[str, Any]]:
     """(tier, load options) for a registered metric, offline."""
     if name in ("cross-encoder", "poe"):
@@ -419,7 +426,8 @@ def build_components(selected: Callable[[str], bool], workdir: Path, seed: int, 
             continue
         loaded_metrics[name] = m
         if selected(cname):
-            comps.append(Component(cname, tier, m.score, 100.0, _empty_count(m), m.requires_reference))
+            comps.append(Component(cname, tier, m.score, 100.0, _empty_count(m), m.requires_reference,
+                                   needs_source=NEEDS_SOURCE.get(name, ())))
     dets: dict[str, Any] = {}
     for name in detectors.names():
         cname = f"detector:{name}"
@@ -472,6 +480,8 @@ def classify_value(comp: Component, case: Case, value: float, counted: bool) -> 
             return "fallback"
         return "silent_zero" if value == 0 else "accepted_invalid"
     if comp.requires_reference and refs_blank and comp.blank_value is None:
+        return "silent_zero" if value == 0 else "accepted_invalid"
+    if case.sample and case.sample.task in comp.needs_source and is_blank(case.sample.source_text()):
         return "silent_zero" if value == 0 else "accepted_invalid"
     return "ok"
 

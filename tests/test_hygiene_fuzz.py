@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -55,6 +56,12 @@ def test_classification(fuzz) -> None:
     assert fuzz.classify_value(comp, blank, 0.0, True) == "fallback"
     assert fuzz.classify_value(comp, blank, 0.0, False) == "silent_zero"
     assert fuzz.classify_value(comp, noref, 0.0, False) == "silent_zero"
+    judge = fuzz.Component("metric:judge", "lm", needs_source=("summarization",))
+    blank_doc = fuzz.Case("e", "blank_context", Sample(id="e", task="summarization", response="ok",
+                                                      context=("\u200b",)))
+    assert fuzz.classify_value(judge, blank_doc, 50.0, True) == "accepted_invalid"
+    assert fuzz.classify_value(judge, replace(blank_doc, sample=replace(blank_doc.sample, task="dialogue")),
+                               50.0, True) == "ok"
     assert fuzz.classify_error(comp, bad, InputError("b", "response", "x")) == "clear_error"
     assert fuzz.classify_error(comp, bad, InputError("zz", "response", "x")) == "vague_error"
     assert fuzz.classify_error(comp, bad, DataFormatError("f.jsonl", "x", line=3)) == "clear_error"
