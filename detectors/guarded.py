@@ -10,6 +10,11 @@ validators with explicit on-fail actions):
 * ``floor`` — a flagged sample scores 0;
 * ``reject`` — a flagged sample raises :class:`GuardRejection` naming it and the detectors.
 
+Inputs pass :meth:`Metric.score`'s checks before any detector or the wrapped metric sees them
+(the same for every policy): a lone surrogate in any field is an InputError naming the sample
+and the field; a blank (invisible-only) response follows the wrapped metric's ``on_empty``,
+and a fallback is counted in the guard's report.
+
 Per-sample details (raw score, guarded score, each detector's suspicion and flag) are kept
 for every scored (sample id, response) and returned by :meth:`GuardedMetric.details`; the
 ``score`` and ``attack`` commands write them into their outputs.
