@@ -61,11 +61,11 @@ def adversarial_samples(rows: Sequence[dict[str, Any]],
                         by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:
     """(row, sample with the adversarial response) for attacked rows with a changed text,
     skipping fitting samples."""
-    from robusteval.asr import counted
+    from robusteval.asr import changed, counted
 
     out = []
     for r in counted(rows):
-        if r.adversarial is None or r.adversarial == r.original:
+        if not changed(r):  # no new text (an exhausted search's unchanged start)
             continue
         base = by_id.get(r.sample_id)
         if base is None:

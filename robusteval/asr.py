@@ -45,9 +45,14 @@ def is_fitting(row: ResultRow) -> bool:
     return bool(row.meta.get("fitting_sample"))
 
 
+def is_counted(row: ResultRow) -> bool:
+    """In ASR denominators: the attack ran (``attacked``) on a sample it was not fitted on."""
+    return row.outcome == "attacked" and not is_fitting(row)
+
+
 def counted(rows: Iterable[ResultRow | Mapping[str, Any]]) -> list[ResultRow]:
-    """The rows in ASR denominators: attacks that ran, fitting samples excluded."""
-    return [r for r in map(as_row, rows) if r.outcome == "attacked" and not is_fitting(r)]
+    """The rows in ASR denominators (:func:`is_counted`)."""
+    return [r for r in map(as_row, rows) if is_counted(r)]
 
 
 def fooled(row: ResultRow | Mapping[str, Any], criterion: str | None = None) -> bool:
@@ -61,11 +66,28 @@ def fooled(row: ResultRow | Mapping[str, Any], criterion: str | None = None) -> 
     return bool(r.success.get(criterion or PRIMARY[r.direction]))
 
 
+def changed(row: ResultRow) -> bool:
+    """The row holds a new text: not the clean original, nor a search's unchanged start text."""
+    return row.adversarial is not None and row.adversarial not in (row.original, row.meta.get("start_text"))
+
+
+def training_example(row: ResultRow | Mapping[str, Any]) -> bool:
+    """An attacked row (no fitting sample) whose new text fooled its victim under any
+    criterion: what adversarial training and the guard's detection tables take."""
+    r = as_row(row)
+    return is_counted(r) and changed(r) and fooled(r, "any")
+
+
 def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, Any]:
     """``{successes, n, asr, ci, ci_method}`` of counted rows under ``criterion`` (default:
-    each row's primary criterion). Rows with no verdict under it (e.g. gold without a gold
-    evaluator) are not in n."""
-    judged = [r for r in rows if r.success.get(criterion or PRIMARY[r.direction]) is not None]
+    each row's primary criterion; ``"any"``: at least one). Rows with no verdict under it
+    (e.g. gold without a gold evaluator) are not in n."""
+    def judged_by(r: ResultRow) -> bool:
+        if criterion == "any":
+            return any(v is not None for v in r.success.values())
+        return r.success.get(criterion or PRIMARY[r.direction]) is not None
+
+    judged = [r for r in rows if judged_by(r)]
     return proportion([fooled(r, criterion) for r in judged], [r.context_id or r.sample_id for r in judged],
                       names=ASR_NAMES)
 

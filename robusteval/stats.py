@@ -23,8 +23,9 @@ import numpy as np
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """Wilson score interval of k successes in n trials (None when n == 0)."""
+def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of k successes in n trials (None when n == 0); ``k`` and ``n`` may
+    be effective (non-integer) counts."""
     if n <= 0:
         return None
     if not 0 <= k <= n:
@@ -57,8 +58,11 @@ def proportion(verdicts: Sequence[bool], clusters: Sequence[Hashable] | None = N
     ``flagged``/``rate``).
 
     With ``clusters`` (e.g. the context id of each row) and more than one row in some
-    cluster, the interval is a cluster bootstrap; otherwise it is Wilson's. ``rate`` and
-    ``ci`` are None when n == 0: an empty denominator is never printed as 0 %.
+    cluster, the interval is a cluster bootstrap, widened where needed to contain Wilson's
+    interval at the number of clusters (a bootstrap alone collapses to a point when every
+    verdict agrees -- 0/40 is not "0 % [0, 0]" -- and is too narrow with few clusters);
+    otherwise it is Wilson's. ``rate`` and ``ci`` are None when n == 0: an empty denominator
+    is never printed as 0 %.
     """
     v = np.asarray([bool(x) for x in verdicts], dtype=bool)
     n, k = len(v), int(v.sum())
@@ -73,7 +77,10 @@ def proportion(verdicts: Sequence[bool], clusters: Sequence[Hashable] | None = N
         if len(set(clusters)) < n:
             method = "cluster-bootstrap"
             draws = [float(v[idx].mean()) for idx in cluster_bootstrap_indices(clusters, n_boot, seed)]
-            ci = float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+            n_c = len(set(clusters))
+            floor = wilson(k / n * n_c, n_c)
+            assert floor is not None
+            ci = (min(float(np.percentile(draws, 2.5)), floor[0]), max(float(np.percentile(draws, 97.5)), floor[1]))
     assert ci is not None
     return {kk: k, "n": n, rk: round(k / n, digits), "ci": [round(ci[0], digits), round(ci[1], digits)],
             "ci_method": method}

@@ -11,13 +11,13 @@ import time
 import numpy as np
 
 from robusteval import Sample, attacks
+from robusteval.asr import summarize
 from robusteval.attacks.base import AttackResult
 from robusteval.attacks.criteria import Criteria
-from robusteval.asr import summarize
 from robusteval.attacks.runner import run_attacks
-from robusteval.results import read_jsonl
 from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.base import Metric
+from robusteval.results import read_jsonl
 
 
 class LengthMetric(Metric):

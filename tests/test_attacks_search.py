@@ -57,7 +57,7 @@ def test_textfooler_neg_starts_from_another_response_and_raises_score() -> None:
     a = attacks.load("textfooler-neg", delta=10, seed=1)
     a.prepare(pool)
     r = a.run(bad, CachedVictim(WordListMetric()))
-    assert r.original == "the film is good" and r.direction == "R-"
+    assert r.original == bad.response and r.meta["start_text"] == "the film is good" and r.direction == "R-"
     # "film" -> its WordNet synonym "movie", a liked word: 10 -> 20
     # the start text's score is kept apart: victim_before is the clean original's (set by the runner)
     assert r.applicable and r.meta["start_score"] == 10.0 and r.victim_after == 20.0 and r.victim_before is None

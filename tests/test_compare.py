@@ -229,6 +229,18 @@ def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:
     assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out)]) == 2
 
 
+def test_resume_refuses_another_guard_policy(compared, tmp_path, capsys) -> None:
+    """Observation 1: a `policy: flag` resume reported the old `floor` ASR."""
+    out, _, cfg_path = compared
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["guard"]["policy"] = "flag"
+    capsys.readouterr()
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "different run" in err and "config.guard.policy: 'floor' -> 'flag'" in err
+    assert json.loads((out / "report.json").read_text())["guard"]["policy"] == "floor"  # untouched
+
+
 def _without_timestamps(report: dict) -> dict:
     report = json.loads(json.dumps(report))
     report["provenance"].pop("created")

@@ -64,6 +64,16 @@ def test_wilson_matches_known_values() -> None:
     assert pct(proportion([])) == "n/a" and pct(proportion([True, False])) == "50.0 [9.5, 90.5]"
 
 
+def test_a_unanimous_cluster_bootstrap_keeps_a_real_interval() -> None:
+    """0/40 fooled in 8 contexts is not "0 % [0, 0]": the interval keeps Wilson's at 8 contexts."""
+    zero = proportion([False] * 40, clusters=[i // 5 for i in range(40)])
+    assert zero["ci"][0] == 0.0 and zero["ci"][1] == pytest.approx(wilson(0, 8)[1], abs=1e-6)
+    assert zero["ci"][1] > 0.3
+    full = proportion([True] * 40, clusters=[i // 5 for i in range(40)])
+    assert full["ci"][1] == 1.0 and full["ci"][0] == pytest.approx(wilson(8, 8)[0], abs=1e-6)
+    assert full["ci"][0] < 0.7
+
+
 def test_shared_contexts_use_a_cluster_bootstrap() -> None:
     # 4 contexts, 2 rows each: the rows are not independent
     p = proportion([True, True, False, False, True, True, False, False], clusters=list("aabbccdd"))
@@ -114,8 +124,22 @@ def test_adveval_criterion_is_strict() -> None:
     assert not c.gold_verdict("R-", gold=20.0, victim=60.0)
     assert c.gold_verdict("R-", gold=20.0, victim=60.5)
     assert Criteria.from_config({"invariance_tolerance": 3}).invariance_tolerance == 3.0
+    # ... and judge() applies it: a gap of exactly 40 with gold 80 is not a success
+    r = ResultRow("a", "f", "s", "R+", "o", "x", "high", victim_before=80.0, victim_after=40.0, gold_after=80.0)
+    assert c.judge(r, None)["gold"] is False
+    r.victim_after = 39.0
+    assert c.judge(r, None)["gold"] is True
     with pytest.raises(Exception, match="unknown criteria option"):
         Criteria.from_config({"tolerance": 3})
+
+
+def test_an_unchanged_text_never_counts_as_moved() -> None:
+    """An exhausted R+ search keeps the clean original as its best candidate: two scorings of
+    one text (a noisy victim) must not count as a move."""
+    r = ResultRow("a", "f", "s", "R+", "same text", "same text", "high", victim_before=50.0, victim_after=58.0)
+    assert Criteria().judge(r, None)["invariance"] is False
+    r.adversarial = "same text, edited"
+    assert Criteria().judge(r, None)["invariance"] is True
 
 
 def test_rows_record_criteria_dataset_and_victim(tmp_path) -> None:
@@ -140,8 +164,11 @@ def test_victim_before_is_the_clean_original_for_mismatched_start_searches(tmp_p
     rows = list(log)
     for r in rows:
         original = next(s for s in pool if s.id == r["sample_id"])
-        assert r["victim_before"] == 5.0 * len(original.response.split())
-        assert r["meta"]["start_score"] != r["victim_before"] or r["original"] == original.response
+        assert r["original"] == original.response  # the row names the clean original...
+        assert r["victim_before"] == 5.0 * len(original.response.split())  # ...and its score
+        # the search started from another context's response, whose score is kept apart
+        assert r["meta"]["start_text"] != original.response
+        assert r["meta"]["start_score"] == 5.0 * len(r["meta"]["start_text"].split()) != r["victim_before"]
     dist = score_distributions(rows)
     assert dist["clean"] == sorted(5.0 * (i + 2) for i in range(4))
 
@@ -151,19 +178,26 @@ def test_a_floored_original_is_its_own_outcome(tmp_path) -> None:
     from robusteval.detectors import guard
     from robusteval.detectors.base import Detector
 
-    class FlagsEverything(Detector):
-        name = "everything"
+    class FlagsTheOriginalOfS1(Detector):
+        name = "s1"
 
         def _analyze(self, samples):
-            return [{"suspicion": 1.0} for _ in samples]
+            return [{"suspicion": float(s.id == "s1" and "movie" in s.response)} for s in samples]
 
-    guarded = guard(LengthMetric(), [FlagsEverything(threshold=0.5)], policy="floor")
-    run_attacks(samples(3), [attacks.load("generic-cucumber")], guarded, tmp_path / "r.jsonl", progress=False)
-    rows, _ = read_results(tmp_path / "r.jsonl")
-    assert [r.outcome for r in rows] == ["original_floored"] * 3
-    assert all(r.success["expectation"] is None for r in rows)
-    t = summarize(rows)["generic-cucumber"]
-    assert (t["primary"]["n"], t["original_floored"]) == (0, 3) and t["primary"]["asr"] is None
+    pool = samples(3)
+    for policy, floored in (("floor", {"s1"}), ("flag", set())):
+        guarded = guard(LengthMetric(), [FlagsTheOriginalOfS1(threshold=0.5)], policy=policy)
+        out = tmp_path / f"{policy}.jsonl"
+        run_attacks(pool, [attacks.load("generic-cucumber")], guarded, out, progress=False)
+        rows, _ = read_results(out)
+        assert {r.sample_id for r in rows if r.outcome == "original_floored"} == floored
+        for r in rows:
+            if r.outcome == "original_floored":
+                assert r.victim_before == 0.0 and all(v is None for v in r.success.values())
+            else:  # "Cucumber" scores 5 < the original's 35: not fooled
+                assert r.outcome == "attacked" and r.success["expectation"] is False
+        t = summarize(rows)["generic-cucumber"]
+        assert (t["primary"]["n"], t["original_floored"]) == (3 - len(floored), len(floored))
 
 
 # -- resume only the same run ----------------------------------------------------------------
@@ -180,8 +214,30 @@ def test_attack_resume_refuses_another_victim_seed_or_limit(tmp_path) -> None:
     with pytest.raises(RunMismatchError, match="budget"):
         run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, budget=5,
                     fingerprint={"seed": 0})
+    with pytest.raises(RunMismatchError, match="invariance_tolerance"):
+        run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 0},
+                    criteria=Criteria(invariance_tolerance=2.0))
+    with pytest.raises(RunMismatchError, match="gold"):
+        run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 0},
+                    gold_metric=ConstantMetric())
+    with pytest.raises(RunMismatchError, match="attacks"):  # another attack option
+        run_attacks(samples(4), [attacks.load("generic-cucumber", seed=5)], LengthMetric(), out, resume=True,
+                    progress=False, fingerprint={"seed": 0})
     log = run_attacks(samples(4), chosen, LengthMetric(), out, resume=True, progress=False, fingerprint={"seed": 0})
     assert len(log) == 4
+
+
+def test_resume_with_reused_attack_objects_is_the_same_run(tmp_path) -> None:
+    """A search's pool (set by prepare) and a fitted trigger are runtime state, not settings:
+    the same attack objects reused across runs (as harden does round after round) or fresh
+    ones after a kill give the same fingerprint."""
+    search = attacks.load("textfooler-neg", delta=5)
+    run_attacks(samples(3), [search], LengthMetric(), tmp_path / "a.jsonl", progress=False, budget=10)
+    assert search.pool  # prepared: runtime state now set
+    run_attacks(samples(4), [search], LengthMetric(), tmp_path / "b.jsonl", progress=False, budget=10)
+    fresh = attacks.load("textfooler-neg", delta=5)
+    assert len(run_attacks(samples(4), [fresh], LengthMetric(), tmp_path / "b.jsonl", resume=True, progress=False,
+                           budget=10)) == 4
 
 
 def test_compare_folder_refuses_another_policy(tmp_path) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from robusteval.asr import fooled
+from robusteval.asr import changed, is_counted, training_example
 from robusteval.attacks.runner import read_results
 from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.types import Sample
@@ -114,11 +114,7 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
             raise DataFormatError(path, "the result rows do not name one dataset (rerun the attack)")
         by_id = {s.id: s for s in load(name, None)}  # attacks may come from samples past ``limit``
         for r in rows:
-            if r.outcome != "attacked" or not r.adversarial or r.meta.get("fitting_sample"):
-                continue
-            if r.adversarial == r.original:  # an exhausted search's unchanged start text
-                continue
-            if only_successful and not fooled(r, "any"):
+            if not (training_example(r) if only_successful else is_counted(r) and changed(r)):
                 continue
             if adversarial_families is not None and r.family not in adversarial_families:
                 continue

@@ -68,7 +68,7 @@ def asr_by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
            data_dir: str | None = None) -> dict[str, Any]:
     from robusteval import attacks, data, metrics
-    from robusteval.asr import counted, fooled, summarize
+    from robusteval.asr import summarize, training_example
     from robusteval.attacks.criteria import Criteria
     from robusteval.attacks.runner import run_attacks
     from robusteval.data.select import select
@@ -98,15 +98,11 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     budget = int(acfg.get("budget", 100))
     criteria = Criteria.from_config(cfg.get("criteria"))
     state_path = out / "harden.json"
-    from robusteval.results import check_same_run, run_fingerprint
+    from robusteval.results import claim_folder, run_fingerprint
 
-    fingerprint = run_fingerprint(command="harden", config=cfg, data_dir=data_dir)
-    if state_path.is_file() and not resume:
-        raise FileExistsError(f"{state_path} exists: pass --resume to continue it, or choose another --out-dir")
+    # before any work: a resumed run continues only the same run, even one killed in round 0
+    claim_folder(out, run_fingerprint(command="harden", config=cfg, data_dir=data_dir), resume)
     state: dict[str, Any] = json.loads(state_path.read_text()) if resume and state_path.is_file() else {"rounds": []}
-    if state["rounds"]:
-        check_same_run(state_path, state.get("fingerprint"), fingerprint)
-    state["fingerprint"] = fingerprint
     adversarial: list[str] = [p for r in state["rounds"] for p in r.get("adversarial_added", [])]
     init: str | None = state["rounds"][-1]["export"] if state["rounds"] else None
     for k in range(len(state["rounds"]), rounds + 1):
@@ -120,7 +116,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
             write_json(folder / "train_attacks" / "summary.json", {"dataset": dataset, "attacks": summarize(list(log))})
             adversarial.append(str(folder / "train_attacks"))
             added = [str(folder / "train_attacks")]
-            n_fooled = sum(fooled(r, "any") and r.adversarial != r.original for r in counted(log))
+            n_fooled = sum(training_example(r) for r in log)
         export, test_metrics = train_round(folder, model_args,
                                            {**data_args, "adversarial": list(adversarial), "only_successful": True},
                                            epochs if k == 0 else round_epochs, init)

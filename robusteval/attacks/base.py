@@ -8,6 +8,7 @@ query it through a :class:`robusteval.attacks.victim.CachedVictim`.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from abc import ABC, abstractmethod
@@ -121,8 +122,24 @@ class Attack(ABC):
         super().__init_subclass__(**kwargs)
         if cls.direction not in DIRECTIONS:
             raise TypeError(f"{cls.__name__}.direction must be one of {DIRECTIONS}, not {cls.direction!r}")
+        init = cls.__dict__.get("__init__")
+        if init is not None:  # record what the attack was built with (run fingerprints), once
+            @functools.wraps(init)
+            def recording_init(self: Attack, *args: Any, __init: Any = init, **kw: Any) -> None:
+                if "_init_options" not in self.__dict__:
+                    self.__dict__["_init_options"] = {"args": list(args), "kwargs": dict(kw)}
+                __init(self, *args, **kw)
+
+            cls.__init__ = recording_init  # type: ignore[method-assign]
+
+    @property
+    def init_options(self) -> dict[str, Any]:
+        """The arguments the attack was constructed with (its settings, not its runtime state:
+        a search's pool or a fitted trigger does not change which run it belongs to)."""
+        return dict(self.__dict__.get("_init_options") or {"args": [], "kwargs": {}})
 
     def __init__(self, seed: int = 0) -> None:
+        self.__dict__.setdefault("_init_options", {"args": [], "kwargs": {"seed": seed}})
         self.seed = seed
 
     def rng(self, sample: Sample) -> random.Random:

@@ -19,7 +19,8 @@
   was, so the attack succeeds when the score moves by more than ``invariance_tolerance``
   points (default 1.0 on the 0-100 scale) in either direction. None for R-.
 
-A row whose attack ran but produced no candidate at all (``adversarial`` None) is a failed
+A row whose attack ran but produced no candidate at all (``adversarial`` None), or whose best
+candidate is the clean original itself (an R+ search that found no useful swap), is a failed
 attack: every criterion that applies to its direction says False.
 """
 
@@ -95,7 +96,9 @@ class Criteria:
         none: dict[str, bool | None] = dict.fromkeys(CRITERIA)
         if r.outcome != "attacked":
             return none
-        if r.adversarial is None or r.victim_after is None:  # ran, found nothing: failed
+        # ran and found nothing, or "found" the clean original itself (an exhausted R+ search):
+        # failed -- two scorings of one text must not count as a move
+        if r.adversarial is None or r.victim_after is None or r.adversarial == r.original:
             return {"gold": False if r.gold_before is not None else None,
                     "beats_reference": False if r.direction == "R-" and reference_score is not None else None,
                     "expectation": False if r.direction == "R-" else None,

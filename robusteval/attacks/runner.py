@@ -82,18 +82,29 @@ def fit_attacks(attacks: Sequence[Attack], fit_on: Sequence[Sample], victim: Cac
 
 
 def attack_identity(attack: Attack) -> dict[str, Any]:
-    """An attack's name and the settings that change what it does (public, plain-valued
-    attributes), for run fingerprints."""
+    """An attack's name, class and constructor arguments, for run fingerprints. Runtime state
+    (a search's pool, a fitted trigger) is left out: it does not change which run this is.
+    Objects passed as arguments (a gold metric, a generator) enter by their reproducibility
+    string or class; long values (a replay's recorded rows) by digest."""
     import hashlib
 
-    opts: dict[str, Any] = {}
-    for k, v in sorted(vars(attack).items()):
-        if k.startswith("_") or not isinstance(v, str | int | float | bool | type(None) | list | tuple | dict):
-            continue
-        text = json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
-        # long values (a replay's recorded rows, a fitted trigger's pool) by digest
-        opts[k] = v if len(text) <= 200 else {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass"))
-                                              .hexdigest()[:20], "len": len(text)}
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if v is None or isinstance(v, str | int | float | bool):
+            return v
+        return metric_identity(v)
+
+    opts = plain(attack.init_options)
+    for part in ("args", "kwargs"):
+        items = opts[part].items() if part == "kwargs" else enumerate(opts[part])
+        for k, v in list(items):
+            text = json.dumps(v, ensure_ascii=False, sort_keys=True)
+            if len(text) > 200:
+                opts[part][k] = {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20],
+                                 "len": len(text)}
     return {"name": attack.name, "class": f"{type(attack).__module__}.{type(attack).__qualname__}", "options": opts}
 
 
@@ -144,6 +155,8 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     for attack in attacks:
         if hasattr(attack, "prepare"):
             attack.prepare(samples)  # type: ignore[attr-defined]
+        if isinstance(getattr(attack, "criteria", None), Criteria):
+            attack.criteria = criteria  # type: ignore[attr-defined]  # AdvEval stops at the run's criterion
     total = len(samples) * len(attacks)
     done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
@@ -179,16 +192,23 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                 r.model_calls += int(real)  # the first result asking for a new text pays for it
                 r.cache_hits += int(not real)
         if gold is not None:
-            need_gold = [r for _, r in results if r.outcome == "attacked" and r.adversarial is not None
-                         and r.gold_after is None]
+            for _, r in results:  # the configured gold judges every text, AdvEval's included
+                if r.gold_after is not None:
+                    r.meta["attack_gold_after"], r.gold_after = r.gold_after, None
+            need_gold = [r for _, r in results if r.outcome == "attacked" and r.adversarial is not None]
             if need_gold:
                 for r, g in zip(need_gold, gold.score(sample, [r.adversarial for r in need_gold]), strict=True):
                     r.gold_after = float(g)
         rows = []
         for attack, r in results:
-            # the clean original's scores (a search's own start text is in its meta)
-            r.victim_before = before if r.victim_before is None else r.victim_before
-            r.gold_before = gold_before if r.gold_before is None else r.gold_before
+            # always the clean original's scores from this run's victim and gold; an attack's own
+            # view (AdvEval's internal judge, a search's start text) stays in its meta
+            if r.victim_before is not None and r.victim_before != before:
+                r.meta["attack_victim_before"] = r.victim_before
+            if r.gold_before is not None and gold is not None:
+                r.meta["attack_gold_before"] = r.gold_before
+            r.victim_before = before
+            r.gold_before = gold_before if gold is not None else r.gold_before
             if floored and r.outcome == "attacked":
                 r.outcome, r.note = "original_floored", "the guard floored the clean original to 0"
             r.success = criteria.judge(r, reference_score, aspect_of_victim)

@@ -242,8 +242,9 @@ class _WordSearch(Attack):
         rng = self.rng(sample)
         start = self.start_text(sample, rng)
         result = AttackResult(attack=self.name, family=self.family, sample_id=sample.id,
-                              direction=self.direction, original=start or sample.response,
-                              adversarial=None, expected="high" if self.direction == "R+" else "low")
+                              direction=self.direction, original=sample.response,
+                              adversarial=None, expected="high" if self.direction == "R+" else "low",
+                              meta={"start_text": start})
         if not start:
             return result.skip("no starting text (empty pool)")
         calls0 = victim.model_calls

@@ -11,11 +11,16 @@ import numpy as np
 from robusteval.types import Sample
 
 
-def fallback_counts(metric: Any) -> dict[str, int]:
-    """The metric's fallback counters (keys under ``fallbacks``, however nested)."""
-    from robusteval.results import counters
-
-    return {k: v for k, v in counters(metric).items() if "fallbacks" in k.split(".")}
+def fallback_counts(metric: Any) -> int:
+    """How many fallbacks the metric (and any metric it wraps, e.g. behind a guard) has
+    counted so far: cheap enough for every victim batch of a search."""
+    total = 0
+    seen: set[int] = set()
+    while metric is not None and id(metric) not in seen:
+        seen.add(id(metric))
+        total += sum((getattr(metric, "__dict__", {}).get("fallbacks") or {}).values())
+        metric = getattr(metric, "__dict__", {}).get("metric")
+    return total
 
 
 class CachedVictim:

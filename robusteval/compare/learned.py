@@ -91,7 +91,7 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
     (exports, test metrics) and the base as a metric (``load(export)``), loaded once: it is
     attacked here for training examples and is the comparison's plain variant."""
     from robusteval import attacks
-    from robusteval.asr import counted, fooled, summarize
+    from robusteval.asr import as_row, summarize, training_example
     from robusteval.attacks.runner import run_attacks
 
     dargs = data_args(train, suite, cfg, data_dir)
@@ -114,8 +114,8 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
     rows = list(log)
     write_json(adv_dir / "summary.json", {"dataset": suite.dataset, "attacks": summarize(rows)})
     fooled_by_family: dict[str, int] = {}
-    for r in counted(rows):
-        if fooled(r, "any") and r.adversarial != r.original:
+    for r in map(as_row, rows):
+        if training_example(r):
             fooled_by_family[r.family] = fooled_by_family.get(r.family, 0) + 1
     adv = {"adversarial": [str(adv_dir)], "only_successful": True}
     trained = fit_once(out / "trained", train.model, {**dargs, **adv}, train.round_epochs, base["export"], resume)

@@ -275,7 +275,8 @@ def generalization(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Com
     columns = sorted({k for t in table.values() for k in t})
     return {"train_families": list(family_models), "attack_families": columns,
             "asr": {row: {c: (t.get(c) or {}).get("primary", {}).get("asr") for c in columns}
-                    for row, t in table.items()}}
+                    for row, t in table.items()},
+            "primary": {row: {c: (t.get(c) or {}).get("primary") for c in columns} for row, t in table.items()}}
 
 
 def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:

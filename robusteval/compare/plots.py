@@ -48,10 +48,11 @@ def asr_bars(victim: dict[str, Any], title: str) -> str:
     width = 0.8 / max(1, len(vs))
     for k, v in enumerate(vs):
         prim = [(victim["variants"][v]["asr"].get(f) or {}).get("primary") or {} for f in fams]
-        vals = [100 * (p.get("asr") or 0.0) for p in prim]
-        cis = [p.get("ci") or [p.get("asr") or 0.0] * 2 for p in prim]
-        err = [[max(0.0, val - 100 * lo) for val, (lo, _) in zip(vals, cis, strict=True)],
-               [max(0.0, 100 * hi - val) for val, (_, hi) in zip(vals, cis, strict=True)]]
+        # n/a (nothing attacked) is no bar at all, never a 0 % bar
+        vals = [100 * p["asr"] if p.get("asr") is not None else float("nan") for p in prim]
+        cis = [p.get("ci") or [float("nan")] * 2 for p in prim]
+        err = [[max(0.0, val - 100 * lo) if val == val else 0.0 for val, (lo, _) in zip(vals, cis, strict=True)],
+               [max(0.0, 100 * hi - val) if val == val else 0.0 for val, (_, hi) in zip(vals, cis, strict=True)]]
         ax.bar([i + (k - (len(vs) - 1) / 2) * width for i in range(len(fams))], vals, width,
                yerr=err, capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "#444"},
                label=LABEL[v], color=COLORS[v])

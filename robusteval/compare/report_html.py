@@ -66,8 +66,11 @@ def cards(report: dict[str, Any]) -> str:
     items = []
     for sname, suite in report["suites"].items():
         for vname, victim in suite["victims"].items():
-            defended = [v for v in available(victim) if v != "plain"]
-            best = min(defended, key=lambda v: victim["variants"][v]["overall"]["asr"] or 0.0)
+            defended = [v for v in available(victim)
+                        if v != "plain" and victim["variants"][v]["overall"]["asr"] is not None]
+            if not defended:  # nothing attacked under any defense (e.g. every original floored)
+                continue
+            best = min(defended, key=lambda v: victim["variants"][v]["overall"]["asr"])
             before = pct(victim["variants"]["plain"]["overall"]["asr"])
             after = pct(victim["variants"][best]["overall"]["asr"])
             items.append(f'<div class="card">{esc(sname)} · {esc(vname)}<b>{before}% → {after}%</b>'

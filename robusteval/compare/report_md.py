@@ -149,7 +149,9 @@ def markdown(report: dict[str, Any]) -> str:
                 cols = gen["attack_families"]
                 lines += [f"### {vname}: generalization (ASR % when trained on X, attacked with Y)", "",
                           *table(["trained on \\ attacked with", *cols],
-                                 [[row, *(pct(vals.get(c)) for c in cols)] for row, vals in gen["asr"].items()]), ""]
+                                 [[row, *(pct_ci((gen.get("primary") or {}).get(row, {}).get(c)) if "primary" in gen
+                                          else pct(vals.get(c)) for c in cols)]
+                                  for row, vals in gen["asr"].items()]), ""]
     g = report["guard"]
     lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
               f"`{g['thresholds_file']}`.", ""]
