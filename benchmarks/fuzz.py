@@ -584,6 +584,11 @@ def table(comps: list[Component]) -> str:
     return "\n".join(lines)
 
 
+def write_json(path: Path, comps: list[Component]) -> None:
+    path.write_text(json.dumps({c.name: {"counts": dict(c.counts), "examples": c.examples, "skipped": c.skipped,
+                                         "seconds": c.seconds} for c in comps}, indent=1, ensure_ascii=True))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000, help="inputs to generate (>= 10,000 for the full run)")
@@ -617,8 +622,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(cases)} inputs from seed {args.seed} in {time.perf_counter() - t0:.1f}s: "
               + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
         comps = build_components(selected, work, args.seed, args.on_empty, args.guard_metric)
-        for comp in comps:
+        for k, comp in enumerate(comps):
             fuzz(comp, cases, args.batch, caps, not args.quiet)
+            # each finished row is printed and saved at once: a run stopped midway keeps them
+            print(f"[{k + 1}/{len(comps)}] " + table([comp]).splitlines()[-1], flush=True)
+            if args.json:
+                write_json(args.json, comps[:k + 1])
     print(table(comps))
     bad = [c for c in comps if any(c.counts[k] for k in FAILURES)]
     for c in comps:
@@ -626,10 +635,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{c.name} {cat} ({c.counts[cat]}), e.g.:")
             for e in ex:
                 print(f"  {e}")
-    if args.json:
-        args.json.write_text(json.dumps({c.name: {"counts": dict(c.counts), "examples": c.examples,
-                                                  "skipped": c.skipped, "seconds": c.seconds} for c in comps},
-                                        indent=1, ensure_ascii=True))
     print(f"\n{len(bad)} component(s) with foreign exceptions, NaN/out-of-range values, silent zeros or "
           f"accepted invalid input" + (f": {', '.join(c.name for c in bad)}" if bad else ""))
     return 1 if bad else 0
