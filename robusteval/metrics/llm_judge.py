@@ -39,6 +39,7 @@ from robusteval.llm.stats import backend_report, call_with
 from robusteval.metrics.base import Metric
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import resource
+from robusteval.text import is_blank
 from robusteval.types import Sample
 
 CRITERIA_REL = "LLM-evaluator-reliability/aspect_criteria.json"
@@ -217,7 +218,7 @@ class LLMJudge(Metric):
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         for s in samples:
-            if s.task in ("summarization", "fact", "question_generation") and not s.source_text().strip():
+            if s.task in ("summarization", "fact", "question_generation") and is_blank(s.source_text()):
                 raise InputError(s.id, "context", f"llm-judge needs the source text for {s.task}")
         prompts = [self.prompt(s) for s in samples]
         if self.mode == "prob":
