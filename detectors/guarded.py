@@ -61,6 +61,7 @@ class GuardedMetric(Metric):
         self.name = f"guarded-{metric.name}"  # type: ignore[misc]
         self.requires_reference = metric.requires_reference  # type: ignore[misc]
         self.tasks = metric.tasks  # type: ignore[misc]
+        self.aspect = metric.aspect
         self.flag_counts: Counter[str] = Counter()
         self.scored = 0
         self._details: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()

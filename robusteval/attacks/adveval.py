@@ -14,13 +14,13 @@ after ``max_iters`` iterations, or when the victim-query budget is spent.
 from __future__ import annotations
 
 import json
-import re
 import time
 from typing import Any, ClassVar
 
 from robusteval.attacks.base import Attack, AttackResult
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.registry import register_attack
+from robusteval.llm.clean import clean_candidate
 from robusteval.paths import resource
 from robusteval.types import Sample
 
@@ -30,18 +30,6 @@ SOURCE_NAMES = {"dialogue": "Dialogue history", "summarization": "Article", "fac
                 "question_generation": "Passage and answer", "data_to_text": "Input data"}
 OBJECTS = {"dialogue": "response", "summarization": "summary", "fact": "summary",
            "question_generation": "question", "data_to_text": "text"}
-
-
-def clean_candidate(text: str) -> str:
-    """First non-empty line of a generation, without list markers, labels or quotes."""
-    marker = re.compile(r"^\s*(?:\d+[.)]|[-*•]|(?:response|summary|question|text|rewritten)\s*:)\s*", re.IGNORECASE)
-    for line in text.splitlines():
-        previous = None
-        while previous != line:
-            previous, line = line, marker.sub("", line).strip().strip('"').strip()
-        if line:
-            return line
-    return ""
 
 
 class _AdvEval(Attack):

@@ -1,20 +1,26 @@
 """The 18 aspect-targeted perturbations of Hu et al. 2024, "Are LLM-based Evaluators
-Confusing NLG Quality Criteria?" (ACL; Table 2), each lowering one quality aspect:
+Confusing NLG Quality Criteria?" (ACL; §3.2, Table 2, App. B), each lowering one quality aspect:
 
 | aspect | perturbations |
 |---|---|
-| Fluency | repetition (rule), passive voice, inversion (LLM) |
-| Coherence | improper connective, sentence exchange (rule) |
-| Grammaticality | incorrect verb form, word exchange, spelling mistake (rule) |
-| Simplicity | uncommon phrase, complex sentence (LLM) |
-| Informativeness | hypernym, sentence deletion (rule), abbreviation (LLM) |
-| Non-hallucination | complement, continuation (LLM) |
-| Non-contradiction | different entity, negation (rule), conflicting fact (LLM) |
+| Fluency | repetition, passive voice, inversion |
+| Coherence | improper connective, **sentence exchange** |
+| Grammaticality | incorrect verb form, **word exchange**, **spelling mistake** |
+| Simplicity | uncommon phrase, complex sentence |
+| Informativeness | abbreviation, hypernym, **sentence deletion** |
+| Non-hallucination | complement, continuation |
+| Non-contradiction | different entity, conflicting fact, negation |
 
-Rule-based ones use spaCy, lemminflect and WordNet; the others ask the LLM backend with an
-instruction and one example written for robusteval from the paper's descriptions
-(``resources/attacks/aspects.json``). The aspect hierarchy used by the directional /
-invariance expectations is in :func:`ancestors` / :func:`related`.
+As in App. B, the four in bold are rules (``aspect-<name>``) and the other 14 are LLM rewrites
+(``aspect-<name>``, any backend of :mod:`robusteval.llm`) prompted with an instruction and
+three demonstrations each, written for robusteval (``resources/attacks/aspects.json``; the
+paper prompts GPT-4 with 10 hand-written demonstrations that we do not reproduce). Six of the
+14 also have an offline rule variant, ``aspect-<name>-rule``, built to do what the paper's
+Table 2 example does: a redundant synonym after words of every sentence (repetition), a wrong
+connective on every later sentence, every verb in a wrong form, every noun generalized
+(hypernym), every named entity / number / date replaced by one the text and its source never
+mention (different entity), one clause negated. Which aspects each perturbation is expected to
+lower, and where Table 19's annotators disagreed, is in :mod:`robusteval.aspects`.
 """
 
 from __future__ import annotations
@@ -23,49 +29,39 @@ import json
 import random
 from typing import Any, ClassVar
 
+from robusteval.aspects import ASPECTS, TARGET, expected_affected, human_affected
 from robusteval.attacks.base import Perturbation
-from robusteval.attacks.closed_ended import swap_mention
 from robusteval.attacks.registry import register_attack
-from robusteval.nlp import load_spacy, split_sentences
+from robusteval.nlp import load_spacy, negate_clause, shift_numeric, split_sentences
 from robusteval.paths import resource
 from robusteval.types import Sample
 
-SOURCE = "Hu et al. 2024, Are LLM-based Evaluators Confusing NLG Quality Criteria? (ACL), Table 2"
+SOURCE = "Hu et al. 2024, Are LLM-based Evaluators Confusing NLG Quality Criteria? (ACL), Table 2, App. B"
 SPEC = json.loads(resource("attacks/aspects.json").read_text(encoding="utf-8"))
-PARENTS: dict[str, str | None] = SPEC["parents"]
-ASPECTS = tuple(PARENTS)
-
-
-def ancestors(aspect: str) -> list[str]:
-    """``aspect`` and every aspect above it, up to Overall_quality."""
-    out = []
-    node: str | None = aspect
-    while node is not None:
-        out.append(node)
-        node = PARENTS[node]
-    return out
-
-
-def related(a: str, b: str) -> bool:
-    """True when one aspect is the other's ancestor (or the same)."""
-    return a in ancestors(b) or b in ancestors(a)
 
 
 class _Aspect(Perturbation):
     family: ClassVar[str] = "aspect"
     source: ClassVar[str] = SOURCE
     direction: ClassVar[str] = "R-"
-    aspect: ClassVar[str] = "Overall_quality"
+    perturbation: ClassVar[str] = ""  # the Table 2 perturbation (robusteval.aspects.PERTURBATIONS)
+    variant: ClassVar[str] = "rule"  # "rule" or "llm"
+
+    @property
+    def aspect(self) -> str:
+        return TARGET[self.perturbation]
 
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> Any:
         result = super().run(sample, victim, budget)
         result.meta["aspect"] = self.aspect
+        result.meta["perturbation"] = self.perturbation
         return result
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["targets"] = ancestors(self.aspect)
-        d["keeps"] = [a for a in ASPECTS if not related(a, self.aspect)]
+        hit = expected_affected(self.perturbation)
+        d.update(perturbation=self.perturbation, variant=self.variant, aspect=self.aspect, targets=hit,
+                 keeps=[a for a in ASPECTS if a not in hit], human_affected=human_affected(self.perturbation))
         return d
 
 
@@ -73,60 +69,42 @@ def _sentences(sample: Sample) -> list[str]:
     return split_sentences(sample.response)
 
 
-@register_attack
-class Repetition(_Aspect):
-    """Repeat one sentence (or, in a one-sentence text, a 3-5 word span) right after itself."""
+def _wordnet() -> Any:
+    from robusteval.paths import ensure_nltk_data_path
 
-    name: ClassVar[str] = "aspect-repetition"
-    aspect: ClassVar[str] = "Fluency"
+    ensure_nltk_data_path()
+    from nltk.corpus import wordnet
 
-    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        sents = _sentences(sample)
-        if len(sents) >= 2:
-            i = rng.randrange(len(sents))
-            return " ".join([*sents[: i + 1], sents[i], *sents[i + 1:]])
-        words = sample.response.split()
-        if len(words) < 4:
-            return None
-        n = rng.randint(3, min(5, len(words)))
-        start = rng.randrange(len(words) - n + 1)
-        return " ".join([*words[: start + n], *words[start: start + n], *words[start + n:]])
+    return wordnet
 
 
-@register_attack
-class ImproperConnective(_Aspect):
-    """Open a later sentence with a connective of the wrong relation (e.g. 'However,')."""
+def _inflect(word: str, tag: str) -> str:
+    from lemminflect import getInflection
 
-    name: ClassVar[str] = "aspect-improper-connective"
-    aspect: ClassVar[str] = "Coherence"
+    forms = getInflection(word, tag=tag) if tag else None
+    return forms[0] if forms else word
 
-    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        sents = _sentences(sample)
-        if len(sents) < 2:
-            return None
-        i = rng.randrange(1, len(sents))
-        groups = SPEC["connectives"]
-        current = next((g for g, words in groups.items() for w in words if sents[i].startswith(w)), None)
-        if current:
-            word = next(w for w in groups[current] if sents[i].startswith(w))
-            rest = sents[i][len(word):].strip()
-            other = rng.choice([w for g, ws in groups.items() if g != current for w in ws])
-        else:
-            rest = sents[i]
-            doc = load_spacy()(rest)
-            if doc and doc[0].pos_ != "PROPN" and rest[:1].isupper() and rest[1:2].islower():
-                rest = rest[0].lower() + rest[1:]
-            other = rng.choice(groups["contrast"] + groups["cause"])
-        sents[i] = f"{other} {rest}"
-        return " ".join(sents)
 
+def _replace_tokens(text: str, edits: dict[int, tuple[int, str]]) -> str:
+    """Apply ``{start_char: (length, new)}`` edits right to left."""
+    for start in sorted(edits, reverse=True):
+        length, new = edits[start]
+        text = text[:start] + new + text[start + length:]
+    return text
+
+
+def _cased(new: str, like: str) -> str:
+    return new[0].upper() + new[1:] if like[:1].isupper() and new else new
+
+
+# -- the four rule-based perturbations of App. B ---------------------------------------------
 
 @register_attack
 class SentenceExchange(_Aspect):
-    """Swap two adjacent sentences."""
+    """Swap two adjacent sentences (Hu et al. 2024, Table 2, Coherence; rule-based per App. B)."""
 
     name: ClassVar[str] = "aspect-sentence-exchange"
-    aspect: ClassVar[str] = "Coherence"
+    perturbation: ClassVar[str] = "sentence-exchange"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         sents = _sentences(sample)
@@ -137,44 +115,12 @@ class SentenceExchange(_Aspect):
         return " ".join(sents)
 
 
-# a verb's tag -> inflections that make the sentence ungrammatical in its place
-WRONG_FORMS = {"VBD": ("VBG", "VB"), "VBZ": ("VBG", "VB"), "VBP": ("VBG", "VBZ"), "VB": ("VBG", "VBD"),
-               "VBG": ("VB", "VBZ"), "VBN": ("VBG", "VB")}
-
-
-def _replace_token(text: str, token: Any, new: str) -> str:
-    return text[: token.idx] + new + text[token.idx + len(token.text):]
-
-
-@register_attack
-class IncorrectVerbForm(_Aspect):
-    """Replace a verb by a wrong inflection of the same lemma (lemminflect)."""
-
-    name: ClassVar[str] = "aspect-incorrect-verb-form"
-    aspect: ClassVar[str] = "Grammaticality"
-
-    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        from lemminflect import getAllInflections
-
-        doc = load_spacy()(sample.response)
-        verbs = [t for t in doc if t.tag_ in WRONG_FORMS and t.is_alpha]
-        rng.shuffle(verbs)
-        for v in verbs:
-            inflections = getAllInflections(v.lemma_, upos="VERB")
-            for tag in WRONG_FORMS[v.tag_]:  # forms that break agreement/tense, not a tense change
-                forms = [f for f in inflections.get(tag, ()) if f.lower() != v.text.lower()]
-                if forms:
-                    new = forms[0]
-                    return _replace_token(sample.response, v, new[0].upper() + new[1:] if v.text[0].isupper() else new)
-        return None
-
-
 @register_attack
 class WordExchange(_Aspect):
-    """Swap two adjacent words."""
+    """Swap two adjacent words (Hu et al. 2024, Table 2, Grammaticality; rule-based per App. B)."""
 
     name: ClassVar[str] = "aspect-word-exchange"
-    aspect: ClassVar[str] = "Grammaticality"
+    perturbation: ClassVar[str] = "word-exchange"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         words = sample.response.split()
@@ -189,10 +135,11 @@ class WordExchange(_Aspect):
 
 @register_attack
 class SpellingMistake(_Aspect):
-    """Misspell one word: swap two inner letters, or drop one when they are equal."""
+    """Misspell one word: swap two inner letters, or drop one when they are equal (Hu et al.
+    2024, Table 2, Grammaticality; rule-based per App. B)."""
 
     name: ClassVar[str] = "aspect-spelling-mistake"
-    aspect: ClassVar[str] = "Grammaticality"
+    perturbation: ClassVar[str] = "spelling-mistake"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         words = sample.response.split()
@@ -207,39 +154,11 @@ class SpellingMistake(_Aspect):
 
 
 @register_attack
-class Hypernym(_Aspect):
-    """Replace a noun by a more general word (its first WordNet hypernym)."""
-
-    name: ClassVar[str] = "aspect-hypernym"
-    aspect: ClassVar[str] = "Informativeness"
-
-    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        from robusteval.paths import ensure_nltk_data_path
-
-        ensure_nltk_data_path()
-        from nltk.corpus import wordnet
-
-        nouns = [t for t in load_spacy()(sample.response) if t.pos_ == "NOUN" and t.is_alpha]
-        rng.shuffle(nouns)
-        for t in nouns:
-            synsets = wordnet.synsets(t.lemma_, pos=wordnet.NOUN)
-            hypers = synsets[0].hypernyms() if synsets else []
-            if hypers:
-                word = hypers[0].lemma_names()[0].replace("_", " ")
-                if t.tag_ == "NNS" and not word.endswith("s"):
-                    from lemminflect import getInflection
-
-                    word = (getInflection(word, tag="NNS") or [word])[0]
-                return _replace_token(sample.response, t, word)
-        return None
-
-
-@register_attack
 class SentenceDeletion(_Aspect):
-    """Delete one sentence."""
+    """Delete one sentence (Hu et al. 2024, Table 2, Informativeness; rule-based per App. B)."""
 
     name: ClassVar[str] = "aspect-sentence-deletion"
-    aspect: ClassVar[str] = "Informativeness"
+    perturbation: ClassVar[str] = "sentence-deletion"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         sents = _sentences(sample)
@@ -249,57 +168,191 @@ class SentenceDeletion(_Aspect):
         return " ".join(sents)
 
 
-@register_attack
-class DifferentEntity(_Aspect):
-    """Replace a named entity by another of the same type from the source, or shift a number."""
-
-    name: ClassVar[str] = "aspect-different-entity"
-    aspect: ClassVar[str] = "Non-contradiction"
-
-    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        return swap_mention(sample, None, rng, first=False, shift=True)
-
+# -- offline rule variants of six LLM perturbations ---------------------------------------------
 
 @register_attack
-class Negation(_Aspect):
-    """Negate the main verb of the first clause that has one (or remove its negation)."""
+class RepetitionRule(_Aspect):
+    """Offline variant of Repetition (Hu et al. 2024, Table 2, Fluency): in every sentence, one
+    verb, adjective or adverb gets a redundant WordNet synonym after it ("call and telephone"),
+    as the paper's example adds redundant paraphrases. Not applicable without any synonym."""
 
-    name: ClassVar[str] = "aspect-negation"
-    aspect: ClassVar[str] = "Non-contradiction"
+    name: ClassVar[str] = "aspect-repetition-rule"
+    perturbation: ClassVar[str] = "repetition"
+    POS: ClassVar[dict[str, str]] = {"VERB": "v", "ADJ": "a", "ADV": "r"}
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        doc = load_spacy()(sample.response)
+        wn = _wordnet()
+        edits: dict[int, tuple[int, str]] = {}
+        for sent in load_spacy()(sample.response).sents:
+            words = [t for t in sent if t.pos_ in self.POS and t.is_alpha and t.lemma_.isalpha()
+                     and t.tag_ not in ("JJR", "JJS", "RBR", "RBS") and t.dep_ != "prep"]
+            rng.shuffle(words)
+            for t in words:
+                synonyms = [n.replace("_", " ") for ss in wn.synsets(t.lemma_, pos=self.POS[t.pos_])[:1]
+                            for n in ss.lemma_names()]
+                synonyms = [w for w in dict.fromkeys(synonyms) if w.isalpha() and w.lower() != t.lemma_.lower()]
+                if synonyms:
+                    syn = _inflect(synonyms[0], t.tag_) if t.pos_ == "VERB" else synonyms[0]
+                    edits[t.idx] = (len(t.text), f"{t.text} and {syn}")
+                    break
+        return _replace_tokens(sample.response, edits) if edits else None
+
+
+@register_attack
+class ImproperConnectiveRule(_Aspect):
+    """Offline variant of Improper Connective (Hu et al. 2024, Table 2, Coherence): every
+    sentence after the first opens with a connective of the wrong relation (or has its own
+    connective replaced by one of another relation), as in the paper's example."""
+
+    name: ClassVar[str] = "aspect-improper-connective-rule"
+    perturbation: ClassVar[str] = "improper-connective"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        sents = _sentences(sample)
+        if len(sents) < 2:
+            return None
+        groups = SPEC["connectives"]
+        nlp = load_spacy()
+        for i in range(1, len(sents)):
+            current = next((g for g, words in groups.items() for w in words if sents[i].startswith(w)), None)
+            if current:
+                word = next(w for w in groups[current] if sents[i].startswith(w))
+                rest = sents[i][len(word):].strip()
+                other = rng.choice([w for g, ws in groups.items() if g != current for w in ws])
+            else:
+                rest = sents[i]
+                doc = nlp(rest)
+                if doc and doc[0].pos_ != "PROPN" and rest[:1].isupper() and rest[1:2].islower():
+                    rest = rest[0].lower() + rest[1:]
+                other = rng.choice(groups["contrast"] + groups["cause"])
+            sents[i] = f"{other} {rest}"
+        return " ".join(sents)
+
+
+# a verb's tag -> inflections that make the sentence ungrammatical in its place
+WRONG_FORMS = {"VBD": ("VBG", "VB"), "VBZ": ("VB", "VBG"), "VBP": ("VBZ", "VBG"), "VB": ("VBG", "VBZ", "VBD"),
+               "VBG": ("VB", "VBZ"), "VBN": ("VBG", "VB")}
+
+
+@register_attack
+class IncorrectVerbFormRule(_Aspect):
+    """Offline variant of Incorrect Verb Form (Hu et al. 2024, Table 2, Grammaticality): every
+    verb (and every form of "be") takes a wrong inflection of its lemma (lemminflect), as in the
+    paper's "Josh want to buying a tablet and doesn't knows..."."""
+
+    name: ClassVar[str] = "aspect-incorrect-verb-form-rule"
+    perturbation: ClassVar[str] = "incorrect-verb-form"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        from lemminflect import getAllInflections
+
+        edits: dict[int, tuple[int, str]] = {}
+        for v in load_spacy()(sample.response):
+            if v.tag_ not in WRONG_FORMS or not v.is_alpha:
+                continue
+            if v.dep_ == "prep" or not (v.pos_ == "VERB" or (v.pos_ == "AUX" and v.lemma_ == "be")):
+                continue
+            inflections = getAllInflections(v.lemma_, upos=v.pos_)
+            options = [f for tag in WRONG_FORMS[v.tag_] for f in inflections.get(tag, ())
+                       if f.lower() != v.text.lower()]
+            if options:
+                edits[v.idx] = (len(v.text), _cased(rng.choice(options), v.text))
+        return _replace_tokens(sample.response, edits) if edits else None
+
+
+@register_attack
+class HypernymRule(_Aspect):
+    """Offline variant of Hypernym (Hu et al. 2024, Table 2, Informativeness): every common noun
+    is replaced by its first WordNet hypernym (one choice per lemma, so repeats stay
+    consistent), as the paper's example generalizes "tablet" to "device" throughout."""
+
+    name: ClassVar[str] = "aspect-hypernym-rule"
+    perturbation: ClassVar[str] = "hypernym"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        wn = _wordnet()
+        chosen: dict[str, str | None] = {}
+        edits: dict[int, tuple[int, str]] = {}
+        for t in load_spacy()(sample.response):
+            if t.pos_ != "NOUN" or not t.is_alpha:
+                continue
+            if t.lemma_ not in chosen:
+                synsets = wn.synsets(t.lemma_, pos=wn.NOUN)
+                # nltk returns a synset's pointers from a set, in hash order: sort for determinism
+                hypers = sorted(synsets[0].hypernyms(), key=lambda h: h.name()) if synsets else []
+                chosen[t.lemma_] = hypers[0].lemma_names()[0].replace("_", " ") if hypers else None
+            word = chosen[t.lemma_]
+            if word is None:
+                continue
+            if t.tag_ == "NNS":
+                word = _inflect(word, "NNS")
+            edits[t.idx] = (len(t.text), _cased(word, t.text))
+        return _replace_tokens(sample.response, edits) if edits else None
+
+
+@register_attack
+class DifferentEntityRule(_Aspect):
+    """Offline variant of Different Entity (Hu et al. 2024, Table 2, Non-contradiction): every
+    named entity is replaced by another of its kind that neither the text nor its source
+    mentions (robusteval's lists in ``resources/attacks/aspects.json``; one choice per surface
+    form), and numbers, dates and times are shifted, so the text names things the source does
+    not -- never "Josh will call Josh"."""
+
+    name: ClassVar[str] = "aspect-different-entity-rule"
+    perturbation: ClassVar[str] = "different-entity"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        lists: dict[str, list[str]] = SPEC["entities"]
+        seen = " ".join([sample.response, *sample.context, sample.fact or "", sample.reference or ""]).lower()
+        chosen: dict[str, str | None] = {}
+        edits: dict[int, tuple[int, str]] = {}
+        for e in load_spacy()(sample.response).ents:
+            if e.text not in chosen:
+                if e.label_ in lists:
+                    pool = [x for x in lists[e.label_] if x.lower() not in seen and x not in chosen.values()]
+                    chosen[e.text] = rng.choice(pool) if pool else None
+                else:
+                    chosen[e.text] = shift_numeric(e.text, rng)
+            new = chosen[e.text]
+            if new and new != e.text:
+                if e.text.lower().startswith("the ") and new.lower().startswith("the "):
+                    new = e.text[:4] + new[4:]
+                elif new.startswith("the ") and sample.response[:e.start_char].rstrip().lower().endswith("the"):
+                    new = new[4:]  # "the Louvre" after "the": keep one article
+                edits[e.start_char] = (len(e.text), new)
+        return _replace_tokens(sample.response, edits) if edits else None
+
+
+@register_attack
+class NegationRule(_Aspect):
+    """Offline variant of Negation (Hu et al. 2024, Table 2, Non-contradiction): negate the
+    main verb of one clause picked with the seed (or remove its negation), as in the paper's
+    "Josh will not call Brian"."""
+
+    name: ClassVar[str] = "aspect-negation-rule"
+    perturbation: ClassVar[str] = "negation"
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         text = sample.response
-        for sent in doc.sents:
-            root = sent.root
-            if root.pos_ not in ("VERB", "AUX"):
-                continue
-            neg = [c for c in root.children if c.dep_ == "neg"]
-            if neg:  # remove the existing negation ("is not" -> "is", "isn't" -> "is")
-                t = neg[0]
-                end = t.idx + len(t.text)
-                start = t.idx if t.text.lower() == "n't" or t.idx == 0 else t.idx - 1
-                return text[:start] + text[end:]
-            aux = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
-            if aux:
-                a = aux[0]
-                return text[: a.idx + len(a.text)] + " not" + text[a.idx + len(a.text):]
-            if root.lemma_ == "be":
-                return text[: root.idx + len(root.text)] + " not" + text[root.idx + len(root.text):]
-            do = {"VBZ": "does", "VBD": "did"}.get(root.tag_, "do")
-            if root.tag_ not in ("VBZ", "VBD", "VBP", "VB"):
-                continue
-            return _replace_token(text, root, f"{do} not {root.lemma_}")
+        sents = list(load_spacy()(text).sents)
+        rng.shuffle(sents)
+        for sent in sents:
+            out = negate_clause(text, sent.root)
+            if out is not None:
+                return out
         return None
 
 
+# -- the 14 LLM perturbations of App. B ---------------------------------------------------------
+
 class LLMPerturbation(_Aspect):
-    """Rewrite the response with the LLM backend following the perturbation's instruction."""
+    """Rewrite the response with the LLM backend: the perturbation's instruction, then its
+    demonstrations (``resources/attacks/aspects.json``), then the source and the text."""
 
     needs_llm: ClassVar[bool] = True
-    key: ClassVar[str] = ""
+    variant: ClassVar[str] = "llm"
 
-    def __init__(self, generator: Any = None, max_new_tokens: int = 160, seed: int = 0) -> None:
+    def __init__(self, generator: Any = None, max_new_tokens: int = 200, seed: int = 0) -> None:
         super().__init__(seed=seed)
         self._spec = generator
         self._generator: Any = None
@@ -314,28 +367,29 @@ class LLMPerturbation(_Aspect):
         return self._generator
 
     def prompt(self, sample: Sample) -> str:
-        spec = SPEC["llm"][self.key]
+        spec = SPEC["llm"][self.perturbation]
+        shots = "\n\n".join(f"Example {i}\nText: {before}\nRewritten: {after}"
+                             for i, (before, after) in enumerate(spec["examples"], 1))
         src = sample.source_text()[:2000]
-        before, after = spec["example"]
-        return (f"{spec['instruction']}\n\nExample\nText: {before}\nRewritten: {after}\n\n"
+        return (f"{spec['instruction']}\n\n{shots}\n\n"
                 + (f"Source:\n{src}\n\n" if src else "") + f"Text: {sample.response}\nRewritten:")
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        from robusteval.attacks.adveval import clean_candidate
         from robusteval.llm import call_with
+        from robusteval.llm.clean import clean_candidate
 
         outs = call_with(self.generator.generate, [self.prompt(sample)], optional={"ids": [sample.id]}, n=1,
                          temperature=0.0, max_new_tokens=self.max_new_tokens, seed=self.seed)[0]
         if not outs:  # the backend fell back (a failed request it was told to tolerate)
             return None
-        out = outs[0]
-        text = clean_candidate(out)
+        text = clean_candidate(outs[0])
         return text or None
 
 
 for _key, _spec in SPEC["llm"].items():
     _cls = type(f"LLM_{_key.replace('-', '_')}", (LLMPerturbation,), {
-        "name": f"aspect-{_key}", "key": _key, "aspect": _spec["aspect"],
-        "__doc__": f"{_spec['instruction']} (LLM rewrite; targets {_spec['aspect']}).",
+        "name": f"aspect-{_key}", "perturbation": _key,
+        "__doc__": f"{_spec['instruction']} (LLM rewrite with {len(_spec['examples'])} demonstrations; "
+                   f"Hu et al. 2024, Table 2, {TARGET[_key]}).",
     })
     register_attack(_cls)

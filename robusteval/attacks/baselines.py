@@ -22,11 +22,10 @@ import random
 import re
 from typing import ClassVar
 
-from robusteval.attacks.aspect import Negation
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.dialogue_rules import JumbledWords
 from robusteval.attacks.registry import register_attack
-from robusteval.nlp import load_spacy
+from robusteval.nlp import load_spacy, negate_first_clause
 from robusteval.paths import resource
 from robusteval.types import Sample
 
@@ -133,7 +132,7 @@ class NegatePrevious(_Baseline):
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         if not sample.context:
             return None
-        return Negation().perturb(sample.with_response(sample.context[-1]), rng)
+        return negate_first_clause(sample.context[-1])
 
 
 @register_attack

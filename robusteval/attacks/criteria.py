@@ -7,13 +7,15 @@
   paper. None without a gold evaluator.
 * ``beats_reference`` — Vasselli & Watanabe (§3): an R- text succeeds when the victim scores
   it at least as high as the reference (ties count). None for R+.
-* ``expectation`` — the directional / invariance expectations of Hu et al. 2024 (Table 19)
+* ``expectation`` — the directional / invariance expectations of Hu et al. 2024 (§3, Table 19)
   for R- texts: the victim's score should drop, so the attack succeeds when it does not drop.
-  For an aspect-targeted attack (``meta["aspect"]``) the victim's own aspect decides: if it
-  is the targeted aspect or one of its ancestors the directional test applies; if it is
-  unrelated (neither ancestor nor descendant) the invariance test applies (the score must
-  not move by more than ``invariance_tolerance``); for a descendant there is no expectation
-  (None). None for R+.
+  For an aspect-targeted perturbation (``meta["perturbation"]``) the aspect the victim scores
+  (``Metric.aspect``) decides, through :func:`robusteval.aspects.expectation`: where Table 19
+  expects that aspect to be affected the directional test applies; everywhere else --
+  unrelated aspects and descendants of the targeted one alike -- the invariance test applies
+  (the score must not move by more than ``invariance_tolerance``). With
+  ``human_agreed_only`` (the default, as the paper's S_T / S_F sets) a cell where Table 19's
+  human annotators disagreed with the expectation has no verdict (None). None for R+.
 * ``invariance`` — **robusteval's own** criterion for R+ texts without a gold evaluator (no
   source paper defines one): a meaning-preserving rewrite should leave the score where it
   was, so the attack succeeds when the score moves by more than ``invariance_tolerance``
@@ -29,36 +31,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from robusteval.aspects import OVERALL, expectation
 from robusteval.attacks.base import AttackResult
 
 CRITERIA = ("gold", "beats_reference", "expectation", "invariance")
-CRITERIA_VERSION = "robusteval.criteria/2"  # /2: strict AdvEval Eq. 3; invariance split from expectation
+# /2: strict AdvEval Eq. 3; invariance split from expectation
+# /3: Table 19's hierarchy and expectations (robusteval.aspects), human_agreed_only
+CRITERIA_VERSION = "robusteval.criteria/3"
 PRIMARY = {"R-": "beats_reference", "R+": "invariance"}
-
-
-def expectation_test(attack_aspect: str | None, victim_aspect: str) -> str | None:
-    """"directional", "invariance" or None for an R- attack against a victim of an aspect."""
-    if attack_aspect is None:
-        return "directional"
-    from robusteval.attacks.aspect import ancestors, related
-
-    if victim_aspect in ancestors(attack_aspect):
-        return "directional"
-    return None if related(attack_aspect, victim_aspect) else "invariance"
-
-
-UNIEVAL_ASPECTS = {"fluency": "Fluency", "naturalness": "Fluency", "understandability": "Fluency",
-                   "coherence": "Coherence", "consistency": "Faithfulness", "groundedness": "Faithfulness",
-                   "relevance": "Informativeness", "informativeness": "Informativeness"}
-
-
-def victim_aspect(metric: object) -> str:
-    """The quality aspect a victim metric claims to measure (Overall_quality if it does not say)."""
-    aspect = getattr(metric, "aspect", None)
-    if isinstance(aspect, str):
-        return aspect
-    dim = getattr(metric, "dimension", None)
-    return UNIEVAL_ASPECTS.get(str(dim), "Overall_quality")
 
 
 @dataclass(frozen=True)
@@ -69,6 +49,7 @@ class Criteria:
     tau1_neg: float = 30.0
     tau2: float = 40.0
     invariance_tolerance: float = 1.0
+    human_agreed_only: bool = True
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> Criteria:
@@ -79,7 +60,14 @@ class Criteria:
         if unknown:
             raise RobustevalError(f"unknown criteria option(s) {sorted(unknown)}; "
                                   f"use {', '.join(cls.__dataclass_fields__)}")
-        return cls(**{k: float(v) for k, v in cfg.items()})
+        flags = {"human_agreed_only"}
+        bad = [k for k in flags & set(cfg) if not isinstance(cfg[k], bool)]
+        if bad:
+            raise RobustevalError(f"criteria option(s) {bad} must be true or false")
+        try:
+            return cls(**{k: (v if k in flags else float(v)) for k, v in cfg.items()})
+        except (TypeError, ValueError) as e:
+            raise RobustevalError(f"criteria: every threshold must be a number ({e})") from e
 
     def describe(self) -> dict[str, Any]:
         """The settings and version, as every result row records them."""
@@ -92,16 +80,20 @@ class Criteria:
         return gold < self.tau1_neg and victim - gold > self.tau2
 
     def judge(self, r: AttackResult, reference_score: float | None,
-              victim_aspect: str = "Overall_quality") -> dict[str, bool | None]:
+              victim_aspect: str = OVERALL) -> dict[str, bool | None]:
         none: dict[str, bool | None] = dict.fromkeys(CRITERIA)
         if r.outcome != "attacked":
             return none
+        if r.direction == "R-" and r.meta.get("perturbation") is not None:
+            cell = expectation(r.meta["perturbation"], victim_aspect, self.human_agreed_only)
+        else:
+            cell = "directional"
         # ran and found nothing, or "found" the clean original itself (an exhausted R+ search):
         # failed -- two scorings of one text must not count as a move
         if r.adversarial is None or r.victim_after is None or r.adversarial == r.original:
             return {"gold": False if r.gold_before is not None else None,
                     "beats_reference": False if r.direction == "R-" and reference_score is not None else None,
-                    "expectation": False if r.direction == "R-" else None,
+                    "expectation": False if r.direction == "R-" and cell is not None else None,
                     "invariance": False if r.direction == "R+" else None}
         out = dict(none)
         if r.gold_after is not None:
@@ -113,9 +105,8 @@ class Criteria:
             if r.direction == "R+":
                 out["invariance"] = moved
             else:
-                test = expectation_test(r.meta.get("aspect"), victim_aspect)
-                if test == "directional":
+                if cell == "directional":
                     out["expectation"] = r.victim_after >= r.victim_before
-                elif test == "invariance":
+                elif cell == "invariance":
                     out["expectation"] = moved
         return out

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from robusteval.aspects import metric_aspect
 from robusteval.attacks.base import Attack, ResultRow
-from robusteval.attacks.criteria import Criteria, victim_aspect
+from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.victim import CachedVictim
 from robusteval.errors import DataFormatError
 from robusteval.results import (
@@ -139,7 +140,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     from tqdm import tqdm
 
     criteria = criteria or Criteria()
-    aspect_of_victim = victim_aspect(victim_metric)
+    aspect_of_victim = metric_aspect(victim_metric)
     victim = CachedVictim(victim_metric)
     gold = CachedVictim(gold_metric) if gold_metric is not None else None
     victim_repro = metric_identity(victim_metric)

@@ -39,6 +39,9 @@ class Metric(ABC):
     name: ClassVar[str] = "metric"
     requires_reference: ClassVar[bool] = False
     tasks: ClassVar[tuple[str, ...]] = TASKS
+    #: the quality aspect the metric scores (one of :data:`robusteval.aspects.ASPECTS`, or a
+    #: custom one); the expectation criterion of Hu et al. 2024 (Table 19) depends on it
+    aspect: str = "Overall_quality"
 
     def __init__(self, on_empty: str = "error", empty_score: float = 0.0) -> None:
         if on_empty not in ON_EMPTY:

@@ -89,6 +89,12 @@ def build_inputs(task: str, dimension: str, samples: Sequence[Sample]) -> tuple[
     return inputs, counts
 
 
+# UniEval dimension -> the aspect of Hu et al. 2024 (robusteval.aspects) it scores
+UNIEVAL_ASPECTS = {"fluency": "Fluency", "naturalness": "Fluency", "understandability": "Fluency",
+                   "coherence": "Coherence", "consistency": "Faithfulness", "groundedness": "Faithfulness",
+                   "relevance": "Informativeness", "informativeness": "Informativeness"}
+
+
 @register_metric("unieval", family="learned", source="Zhong et al. 2022 (EMNLP), UniEval")
 class UniEval(Metric):
     """UniEval Boolean-QA scorer. ``dimension`` = one of the task's dimensions or ``overall``.
@@ -108,6 +114,7 @@ class UniEval(Metric):
         self.model_name = model
         self.adapter = adapter
         self.dimension = dimension
+        self.aspect = UNIEVAL_ASPECTS.get(dimension, "Overall_quality")
         self.task = TASK_ALIASES[task] if task else None
         self.max_length = max_length
         self.batch_size = batch_size
