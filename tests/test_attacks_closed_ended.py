@@ -5,7 +5,8 @@ import random
 import pytest
 
 from robusteval import Sample, attacks
-from robusteval.attacks.closed_ended import shift_numeric
+from robusteval.attacks.closed_ended import dstc7_count, dstc7_negate
+from robusteval.nlp import shift_numeric
 
 S = Sample(id="a", task="dialogue", response="Yes, Barack Obama visited Paris in May 2012 with 3 advisers.",
            context=("Did Joe Biden go to London in 2012?",), fact="Obama visited Paris in May 2012.")
@@ -40,3 +41,40 @@ def test_shift_numeric_rules() -> None:
 def test_not_applicable_without_the_fact_type() -> None:
     r = attacks.load("fact-swap-place").run(S.with_response("I like it a lot."))
     assert not r.applicable
+
+
+def test_fact_swap_never_repeats_a_name_the_response_already_has() -> None:
+    """Liu et al. §3: the swapped fact must contradict the context, not turn "Josh will call
+    Brian" into "Josh will call Josh" (a mention the response already names)."""
+    s = Sample(id="j", task="dialogue", response="Josh will call Brian after work.",
+               context=("Josh called Brian and Maria Lopez on Monday.",))
+    outs = {attacks.load("fact-swap-entity", seed=seed).run(s).adversarial for seed in range(6)}
+    assert outs == {"Maria Lopez will call Brian after work."}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("there's only one person man", "there is not only one person man"),
+    ("there's only a single man in the room.", "there is not only a single man in the room."),
+    ("he can see the dog", "he can not see the dog"),
+    ("The man is sitting.", "The man is not sitting."),
+    ("I don't know", None),
+])
+def test_dstc7_negation(text: str, expected: str | None) -> None:
+    """Liu et al. §3.2 (DSTC7-ADV): "we reverse the semantics of responses ... by negation
+    transformations, such as "can" -> "can not", "is" -> "is not", "only" -> "not only"";
+    Table 1: "there's only one person man" -> "there is not only one person man"."""
+    assert dstc7_negate(text) == expected
+    r = attacks.load("dstc7-negation").run(Sample(id="d", task="dialogue", response=text))
+    assert r.adversarial == expected and r.outcome == ("attacked" if expected else "skipped")
+
+
+def test_dstc7_count() -> None:
+    """Liu et al., Table 1 (DSTC7-ADV): "...one person..." becomes "...two persons..." /
+    "...seven persons..." -- another count, the noun made plural."""
+    for seed in range(5):
+        out = dstc7_count("there's only one person man", random.Random(seed))
+        count, noun = out.split()[2:4]
+        assert count in {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+        assert noun in {"persons", "people"}
+    assert dstc7_count("no count here", random.Random(0)) is None
+    assert attacks.describe("dstc7-count")["family"] == "closed-ended"

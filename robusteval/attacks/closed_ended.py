@@ -10,72 +10,16 @@ instead. ``R-``: a sound metric must score the swapped response lower.
 
 from __future__ import annotations
 
-import calendar
 import random
 import re
 from typing import ClassVar
 
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
+from robusteval.nlp import LABELS, swap_mention
 from robusteval.types import Sample
 
 SOURCE = "Liu et al. (KdConv-ADV / DSTC7-ADV closed-ended adversarial references)"
-LABELS = {
-    "entity": frozenset({"PERSON", "ORG", "NORP", "PRODUCT", "WORK_OF_ART", "EVENT"}),
-    "number": frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "ORDINAL"}),
-    "date": frozenset({"DATE", "TIME"}),
-    "place": frozenset({"GPE", "LOC", "FAC"}),
-}
-MONTHS = [m for m in calendar.month_name if m]
-DAYS = list(calendar.day_name)
-
-
-def shift_numeric(text: str, rng: random.Random) -> str | None:
-    """Change the first number, year, month or weekday in ``text``; None if there is none."""
-    for names in (MONTHS, DAYS):
-        for name in names:
-            m = re.search(rf"\b{name}\b", text)
-            if m:
-                other = rng.choice([n for n in names if n != name])
-                return text[:m.start()] + other + text[m.end():]
-    m = re.search(r"\d+(?:[.,]\d+)*", text)
-    if not m:
-        return None
-    digits = m.group(0)
-    if re.fullmatch(r"(1[5-9]|20)\d\d", digits):  # a year
-        new = str(int(digits) + rng.choice([-3, -2, -1, 1, 2, 3]))
-    else:
-        value = float(digits.replace(",", ""))
-        new_value = value + rng.randint(1, 9) if value < 10 else value * rng.choice([2, 3]) + rng.randint(1, 9)
-        new = str(int(new_value)) if "." not in digits else f"{new_value:.{len(digits.split('.')[-1])}f}"
-    return text[:m.start()] + new + text[m.end():]
-
-
-def swap_mention(sample: Sample, labels: frozenset[str] | None, rng: random.Random,
-                 first: bool = True, shift: bool = True) -> str | None:
-    """Replace one entity mention of the response (the first, or a seeded one) whose label is
-    in ``labels`` (any label if None) by a same-label mention from the context / fact /
-    reference that is not a variant of it; without one, shift a number/date if ``shift``."""
-    from robusteval.nlp import load_spacy
-
-    nlp = load_spacy()
-    mentions = [e for e in nlp(sample.response).ents if labels is None or e.label_ in labels]
-    if not mentions:
-        return None
-    target = mentions[0] if first else rng.choice(mentions)
-    support = " ".join([*sample.context, sample.fact or "", sample.reference or ""])
-    mine = target.text.lower()
-    pool = sorted({e.text for e in nlp(support).ents if e.label_ == target.label_
-                   and e.text.lower() not in mine and mine not in e.text.lower()})
-    if pool:
-        new: str | None = rng.choice(pool)
-    elif shift:
-        new = shift_numeric(target.text, rng)
-    else:
-        new = None
-    if not new or new == target.text:
-        return None
-    return sample.response[: target.start_char] + new + sample.response[target.end_char:]
 
 
 class _FactSwap(Perturbation):
@@ -123,3 +67,94 @@ class FactSwapPlace(_FactSwap):
 
     name: ClassVar[str] = "fact-swap-place"
     kind: ClassVar[str] = "place"
+
+
+# -- DSTC7-ADV (Liu et al. §3.2, Table 1): negation and count changes of the reference ----------
+
+DSTC7_SOURCE = "Liu et al., Evaluate What You Can't Evaluate (DSTC7-ADV), §3.2 and Table 1"
+CONTRACTIONS = {"'s": " is", "'re": " are", "'m": " am"}
+NEGATABLE = ("can", "could", "will", "would", "should", "must", "is", "are", "was", "were", "am",
+             "does", "do", "did", "has", "have", "had", "may", "might")
+NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def dstc7_negate(text: str) -> str | None:
+    """DSTC7-ADV's negation transformation (Liu et al. §3.2): the first "only" becomes "not only"
+    (a contraction just before it is expanded: "there's only" -> "there is not only"), else the
+    first auxiliary or modal not already negated gets "not" ("can" -> "can not", "is" -> "is
+    not"). None when the text has neither."""
+    m = re.search(r"\b(\w+)('s|'re|'m)?\s+(only)\b", text, re.IGNORECASE)
+    if m and m.group(1).lower() != "not":
+        head = m.group(1) + (CONTRACTIONS[m.group(2).lower()] if m.group(2) else "")
+        return text[:m.start()] + f"{head} not {m.group(3)}" + text[m.end():]
+    m = re.search(r"\b(only)\b", text, re.IGNORECASE)
+    if m and m.start() == 0:
+        return "Not o" + text[1:] if text[0] == "O" else "not " + text
+    pattern = r"\b(" + "|".join(NEGATABLE) + r")\b(?!\s*(?:not\b|n't))"
+    m = re.search(pattern, text, re.IGNORECASE)
+    if m:
+        return text[:m.end()] + " not" + text[m.end():]
+    m = re.search(r"\b(\w+)('s|'re|'m)\b(?!\s*not\b)", text, re.IGNORECASE)
+    if m and m.group(2).lower() in CONTRACTIONS:
+        return text[:m.start()] + m.group(1) + CONTRACTIONS[m.group(2).lower()] + " not" + text[m.end():]
+    return None
+
+
+def dstc7_count(text: str, rng: random.Random) -> str | None:
+    """DSTC7-ADV's count change (Liu et al., Table 1: "one person" -> "two persons", "seven
+    persons"): the first number word or digit becomes another count, and a singular noun right
+    after "one" / "a single" is made plural. None when the text states no count."""
+    m = re.search(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|\d+|a single)\b(\s+)([A-Za-z]+)?",
+                  text, re.IGNORECASE)
+    if not m:
+        return None
+    old = m.group(1).lower()
+    value = 1 if old in ("one", "a single") else (NUMBER_WORDS.index(old) + 1 if old in NUMBER_WORDS else int(old))
+    new_value = rng.choice([v for v in range(1, 11) if v != value])
+    new = NUMBER_WORDS[new_value - 1] if not old.isdigit() else str(new_value)
+    if m.group(1)[:1].isupper():
+        new = new.capitalize()
+    noun = m.group(3) or ""
+    if noun and value == 1 and new_value != 1:
+        from lemminflect import getInflection
+
+        plural = getInflection(noun, tag="NNS")
+        noun = plural[0] if plural and noun.isalpha() else noun
+    elif noun and value != 1 and new_value == 1:
+        from lemminflect import getLemma
+
+        singular = getLemma(noun, upos="NOUN")
+        noun = singular[0] if singular else noun
+    return text[:m.start()] + new + m.group(2) + noun + text[m.end():]
+
+
+@register_attack
+class DSTC7Negation(Perturbation):
+    """Negate the response as DSTC7-ADV does ("only" -> "not only", "can" -> "can not", "is" ->
+    "is not"; Liu et al. §3.2, Table 1), so it contradicts the facts with high lexical overlap."""
+
+    name: ClassVar[str] = "dstc7-negation"
+    family: ClassVar[str] = "closed-ended"
+    source: ClassVar[str] = DSTC7_SOURCE
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = _FactSwap.targets
+    keeps: ClassVar[tuple[str, ...]] = _FactSwap.keeps
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return dstc7_negate(sample.response)
+
+
+@register_attack
+class DSTC7Count(Perturbation):
+    """Change the count the response states ("one person" -> "two persons"; Liu et al., DSTC7-ADV
+    Table 1), so it contradicts the facts with high lexical overlap."""
+
+    name: ClassVar[str] = "dstc7-count"
+    family: ClassVar[str] = "closed-ended"
+    source: ClassVar[str] = DSTC7_SOURCE
+    direction: ClassVar[str] = "R-"
+    targets: ClassVar[tuple[str, ...]] = _FactSwap.targets
+    keeps: ClassVar[tuple[str, ...]] = _FactSwap.keeps
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        return dstc7_count(sample.response, rng)
