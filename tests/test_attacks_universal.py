@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from robusteval import Sample, attacks
 from robusteval.asr import summarize
@@ -26,15 +27,25 @@ def test_dot_trigger() -> None:
 
 
 def test_broken_string_algorithm_exact() -> None:
-    # runs are maximal stretches of bag words; the three longest, kept in source order
-    assert broken_string("a x y z b x y c x", {"x", "y", "z"}, runs=2) == "x y z x y"
-    assert broken_string("a x y z b x y c x", {"x", "y", "z"}, runs=3) == "x y z x y x"
+    """Mu & Lim, Algorithm 1: "while |W| > 0: c <- longest consecutive salient subsequence of a;
+    if |c| < C: break; s <- s + c; W <- W - c" -- C is a minimum run length, not a run count."""
+    bag = {"p", "q", "r", "s", "t", "u", "v"}
+    assert broken_string("p q r s a p q b t u", bag, min_run=3) == "p q r s"  # "t u" is shorter than C
+    assert broken_string("p q r s a p q b t u", bag, min_run=2) == "p q r s t u"
+    # the used words leave the bag, so "p q" is not taken twice; runs come longest first
+    assert broken_string("t u v a p q r s b p q", bag, min_run=2) == "p q r s t u v"
+    assert broken_string("a x y z b x y c x", {"x", "y", "z"}, min_run=3) == "x y z"
     assert broken_string("nothing here", {"x"}) is None
+    assert broken_string("a x y b", {"x", "y"}, min_run=3) is None
+    with pytest.raises(ValueError, match="min_run"):
+        broken_string("a", {"a"}, min_run=0)
 
 
 def test_broken_sentence_oracle_uses_reference_words() -> None:
-    # bag = reference words minus stop words; runs of length 2 win over single words
-    adv = attacks.load("broken-sentence").run(sample()).adversarial
+    # bag = reference words minus stop words; this sample's salient runs are 2 words long,
+    # so C = 3 finds none and the paper's C = 2 variant takes them
+    assert attacks.load("broken-sentence").run(sample()).outcome == "skipped"
+    adv = attacks.load("broken-sentence-c2").run(sample()).adversarial
     assert adv == "Springfield opened new bridge old town"
 
 

@@ -8,9 +8,11 @@ Attacks on Summarization Scoring", BlackboxNLP; §4-§5, Tables 1-2).
   the fitting reference on which the current best trigger is weakest ("refit on the
   farthest reference") and searches again. The trigger is then used unchanged on unseen
   samples.
-* ``broken-sentence``: a ROUGE attacker — from a bag of salient words, take the C = 3 longest
-  runs of consecutive source tokens that are all in the bag (Algorithm 1) and concatenate
-  them. ``oracle`` mode takes the bag from the reference itself (an upper bound);
+* ``broken-sentence``: a ROUGE attacker (Algorithm 1, §3.2) — from a bag of salient words,
+  repeatedly take the longest run of consecutive source tokens that are all still in the bag
+  and remove its words from the bag, until the longest run is shorter than C = 3
+  (``broken-sentence-c2``: the paper's alternative C = 2, Tables 2 and 4). ``oracle`` mode
+  takes the bag from the reference itself (an upper bound);
   ``predicted`` takes the ``bag_size`` (30) words the salient-word tagger ranks highest.
 * ``trigger-broken``: the fitted GA trigger followed by the broken string.
 
@@ -158,32 +160,50 @@ def _norm(token: str) -> str:
     return "".join(ch for ch in token.lower() if ch.isalnum())
 
 
-def broken_string(source: str, bag: set[str], runs: int = 3) -> str | None:
-    """Algorithm 1: the ``runs`` longest runs of consecutive source tokens whose normalized
-    form is in ``bag`` (earliest first on ties), concatenated in source order."""
-    tokens = source.split()
-    found: list[tuple[int, int]] = []
-    start = None
-    for i, tok in enumerate([*tokens, ""]):
-        inside = bool(_norm(tok)) and _norm(tok) in bag
+def _longest_run(norms: Sequence[str], bag: set[str]) -> tuple[int, int]:
+    """(start, end) of the longest run of consecutive tokens in ``bag`` (earliest on ties)."""
+    best, start = (0, 0), None
+    for i, tok in enumerate([*norms, ""]):
+        inside = bool(tok) and tok in bag
         if inside and start is None:
             start = i
         elif not inside and start is not None:
-            found.append((start, i))
+            if i - start > best[1] - best[0]:
+                best = (start, i)
             start = None
-    if not found:
-        return None
-    chosen = sorted(sorted(found, key=lambda r: (-(r[1] - r[0]), r[0]))[:runs])
-    return " ".join(" ".join(tokens[a:b]) for a, b in chosen)
+    return best
+
+
+def broken_string(source: str, bag: set[str], min_run: int = 3) -> str | None:
+    """Algorithm 1 of Mu & Lim (§3.2): while salient words remain, take the longest run of
+    consecutive source tokens that are all still in the bag; stop when it is shorter than
+    ``min_run`` (the paper's C = 3; C = 2 is its alternative version, Tables 2 and 4); else
+    append it to the output and remove its words from the bag. Runs are concatenated in the
+    order they are taken (longest first). None when no run reaches ``min_run``."""
+    if min_run < 1:
+        raise ValueError(f"min_run (C) must be at least 1, got {min_run}")
+    tokens = source.split()
+    norms = [_norm(t) for t in tokens]
+    remaining = set(bag)
+    out: list[str] = []
+    while remaining:
+        a, b = _longest_run(norms, remaining)
+        if b - a < min_run:
+            break
+        out.extend(tokens[a:b])
+        remaining -= set(norms[a:b])
+    return " ".join(out) if out else None
 
 
 @register_attack
 class BrokenSentence(_Universal):
-    """Concatenate the longest salient runs of the source (ROUGE attacker, oracle bag by default)."""
+    """Concatenate the longest salient runs of the source until they are shorter than C = 3
+    (Mu & Lim, Algorithm 1; ROUGE attacker, oracle bag by default)."""
 
     name: ClassVar[str] = "broken-sentence"
+    default_min_run: ClassVar[int] = 3
 
-    def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
+    def __init__(self, min_run: int | None = None, bag: str = "oracle", classifier: str | None = None,
                  bag_size: int | None = 30, seed: int = 0) -> None:
         super().__init__(seed=seed)
         self.bag_size = bag_size
@@ -191,7 +211,9 @@ class BrokenSentence(_Universal):
             raise ValueError("bag must be 'oracle' or 'predicted'")
         if bag == "predicted" and not classifier:
             raise ValueError("bag='predicted' needs classifier=<folder written by train_salient>")
-        self.runs = runs
+        self.min_run = self.default_min_run if min_run is None else int(min_run)
+        if self.min_run < 1:
+            raise ValueError(f"min_run (C) must be at least 1, got {self.min_run}")
         self.bag = bag
         self._classifier_path = classifier
         self._predictor: Any = None
@@ -209,7 +231,15 @@ class BrokenSentence(_Universal):
         return {w for w in words if w and w not in STOP_WORDS}
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        return broken_string(sample.source_text(), self.salient(sample), self.runs)
+        return broken_string(sample.source_text(), self.salient(sample), self.min_run)
+
+
+@register_attack
+class BrokenSentenceC2(BrokenSentence):
+    """Algorithm 1 with C = 2, the alternative version of Mu & Lim (Tables 2 and 4, last row)."""
+
+    name: ClassVar[str] = "broken-sentence-c2"
+    default_min_run: ClassVar[int] = 2
 
 
 @register_attack
@@ -219,9 +249,9 @@ class TriggerBroken(BrokenSentence):
     name: ClassVar[str] = "trigger-broken"
     needs_fit: ClassVar[bool] = True
 
-    def __init__(self, runs: int = 3, bag: str = "oracle", classifier: str | None = None,
+    def __init__(self, min_run: int | None = None, bag: str = "oracle", classifier: str | None = None,
                  bag_size: int | None = 30, trigger: str | None = None, seed: int = 0, **ga: Any) -> None:
-        super().__init__(runs=runs, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed)
+        super().__init__(min_run=min_run, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed)
         self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
 
     def fit(self, samples: Sequence[Sample], victim: Any) -> str:
