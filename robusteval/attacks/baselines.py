@@ -5,9 +5,9 @@ ones R- (the victim should drop).
 
 | name | dir | rewrite |
 |---|---|---|
-| ``adveval-synonym`` | R+ | up to 20 % of content words (at least one) -> a WordNet synonym |
-| ``adveval-extension`` | R+ | append a content-neutral follow-up ("What about you?") |
-| ``adveval-contraction`` | R+ | contract ("do not" -> "don't") or, if none, expand contractions |
+| ``adveval-synonym`` | R+ | synonym adjective: one adjective -> a same-sense WordNet synonym, POS kept |
+| ``adveval-extension`` | R+ | expansion: contractions written out ("don't" -> "do not") |
+| ``adveval-contraction`` | R+ | contraction: "do not" -> "don't"; never expands |
 | ``adveval-jumble`` | R- | shuffle the words |
 | ``adveval-negate-previous`` | R- | the previous utterance with its main verb negated |
 | ``adveval-question-to-assertion`` | R- | a question turned into a statement |
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.dialogue_rules import JumbledWords
@@ -42,9 +42,17 @@ def _match_case(new: str, old: str) -> str:
     return new[0].upper() + new[1:] if old[:1].isupper() else new
 
 
+def _adjective_synsets(wordnet: Any, lemma: str) -> list[Any]:
+    return [ss for ss in wordnet.synsets(lemma) if ss.pos() in ("a", "s")]
+
+
 @register_attack
 class Synonym(_Baseline):
-    """R+: replace up to 20% of the content words (at least one) by a WordNet synonym."""
+    """R+: AdvEval's "synonym adjective" invariant baseline (Chen et al. 2024, §4 Baselines,
+    after Sai et al. 2021): one adjective is replaced by a WordNet synonym of the same sense.
+    Sense check: the synonym comes from the adjective's most frequent sense, and that sense is
+    also the synonym's own most frequent adjective sense. POS check: spaCy still tags the
+    synonym as an adjective in the rewritten sentence. Not applicable without such an adjective."""
 
     name: ClassVar[str] = "adveval-synonym"
     direction: ClassVar[str] = "R+"
@@ -56,42 +64,59 @@ class Synonym(_Baseline):
         ensure_nltk_data_path()
         from nltk.corpus import wordnet
 
-        pos_map = {"NOUN": wordnet.NOUN, "VERB": wordnet.VERB, "ADJ": wordnet.ADJ, "ADV": wordnet.ADV}
-        doc = load_spacy()(sample.response)
-        options = []
-        for t in doc:
-            if t.pos_ in pos_map and t.is_alpha and not t.is_stop:
-                syns = sorted({lemma.name().replace("_", " ") for s in wordnet.synsets(t.text, pos=pos_map[t.pos_])
-                               for lemma in s.lemmas() if lemma.name().lower() != t.text.lower()
-                               and "_" not in lemma.name()})
-                if syns:
-                    options.append((t, syns))
-        if not options:
-            return None
-        k = max(1, int(0.2 * len([t for t in doc if t.is_alpha])))
-        chosen = sorted(rng.sample(options, min(k, len(options))), key=lambda o: o[0].idx, reverse=True)
-        text = sample.response
-        for tok, syns in chosen:
-            text = text[: tok.idx] + _match_case(rng.choice(syns), tok.text) + text[tok.idx + len(tok.text):]
-        return text
+        nlp = load_spacy()
+        doc = nlp(sample.response)
+        adjectives = [t for t in doc if t.pos_ == "ADJ" and t.tag_ == "JJ" and t.is_alpha]
+        rng.shuffle(adjectives)
+        for t in adjectives:
+            senses = _adjective_synsets(wordnet, t.lemma_.lower())
+            if not senses:
+                continue
+            sense = senses[0]
+            candidates = [n for n in sense.lemma_names() if n.isalpha() and n.lower() != t.text.lower()
+                          and (_adjective_synsets(wordnet, n) or [None])[0] == sense]
+            rng.shuffle(candidates)
+            for word in candidates:
+                text = sample.response[: t.idx] + _match_case(word, t.text) + sample.response[t.idx + len(t.text):]
+                new = [u for u in nlp(text) if u.idx == t.idx]
+                if new and new[0].pos_ == "ADJ":
+                    return text
+        return None
+
+
+# contracted forms -> full forms, also in tokenized corpora ("i 'm", "don 't")
+EXPAND = [(r"\b(w)o(?:n\s?'|\s?n')t\b", r"\1ill not"), (r"\b(c)a(?:n\s?'|\s?n')t\b", r"\1annot"),
+          (r"\b(\w+)\s?n't\b", r"\1 not"), (r"\b(\w+)n\s't\b", r"\1 not"),
+          (r"\b(\w+)\s?'m\b", r"\1 am"), (r"\b(\w+)\s?'re\b", r"\1 are"),
+          (r"\b(\w+)\s?'ll\b", r"\1 will"), (r"\b(\w+)\s?'ve\b", r"\1 have"),
+          (r"\b(it|that|he|she|there|here|what|where|who|how)\s?'s\b", r"\1 is"), (r"\b(let)\s?'s\b", r"\1 us")]
 
 
 @register_attack
 class Extension(_Baseline):
-    """R+: append a content-neutral follow-up sentence."""
+    """R+: AdvEval's expansion / phrase-extension invariant baseline (Chen et al. 2024, §4 lists
+    "expansion", Table 2 "extension (EX)", §5 "phrase extension"): every contracted phrase is
+    written out in full ("don't" -> "do not", "I'm" -> "I am", "won't" -> "will not"). Only
+    unambiguous contractions are expanded ('s only after pronouns and "let"; 'd never). This is
+    robusteval's reading of the name; the paper's implementation is not public. Not applicable
+    to a text without a contraction."""
 
     name: ClassVar[str] = "adveval-extension"
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
-    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        return f"{sample.response.rstrip()} {rng.choice(DATA['extensions'])}"
+        text = sample.response
+        for pattern, repl in EXPAND:
+            text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
+        return text if text != sample.response else None
 
 
 @register_attack
 class Contraction(_Baseline):
-    """R+: contract every expandable pair ("do not" -> "don't"), or else expand contractions."""
+    """R+: AdvEval's contraction invariant baseline (Chen et al. 2024, §4, Table 3 "CO"): every
+    contractible phrase is contracted ("do not" -> "don't", "I am" -> "I'm"). It never expands
+    (that is the extension baseline); a text with nothing to contract is not applicable."""
 
     name: ClassVar[str] = "adveval-contraction"
     direction: ClassVar[str] = "R+"
@@ -102,12 +127,7 @@ class Contraction(_Baseline):
         for long, short in DATA["contractions"]:
             text = re.sub(rf"\b{re.escape(long)}\b", lambda m, s=short: _match_case(s, m.group(0)), text,
                           flags=re.IGNORECASE)
-        if text != sample.response:
-            return text
-        for long, short in DATA["contractions"]:
-            text = re.sub(rf"(?<![\w']){re.escape(short)}(?![\w'])", lambda m, lg=long: _match_case(lg, m.group(0)),
-                          text, flags=re.IGNORECASE)
-        return text
+        return text if text != sample.response else None
 
 
 @register_attack
