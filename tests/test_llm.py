@@ -61,6 +61,25 @@ def test_self_consistency_mean_and_scale_mapping() -> None:
     assert "Response (by B):" not in be.prompts[0] and "A: Hi!" in be.prompts[0]
 
 
+def test_hu_analyze_rate_protocol() -> None:
+    """Hu et al. 2024, App. C.2: "conduct analysis before rating scores of 1-5 and set
+    temperature and sampling number to 1.0 and 10"; the sampled ratings are averaged."""
+    outs = [f"The text is clear.\nRating: {r}" for r in (4, 5, 3, 4, 4, 5, 2, 4, 4, 5)]
+    be = ScriptedBackend([["no rating here", *outs]])
+    judge = LLMJudge(backend=be, template="hu-analyze-rate", aspect="Fluency")
+    assert (judge.n, judge.temperature, judge.max_new_tokens) == (10, 1.0, 256)
+    got = judge.score([SUM])[0]
+    ratings = [4, 5, 3, 4, 4, 5, 2, 4, 4]  # the backend returns n = 10 outputs; one has no rating
+    assert got == pytest.approx(100 * (np.mean(ratings) - 1) / 4)
+    assert be.seen == {"n": 10, "temperature": 1.0, "seed": 0}
+    assert judge.report()["fallbacks"] == {"unparseable_outputs": 1}
+    assert "Analysis:" in be.prompts[0] and "Rating:" in be.prompts[0]
+    assert judge.aspect == "Fluency"
+    assert LLMJudge(backend=be, template="hu-analyze-rate", n=3, temperature=0.5).n == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        LLMJudge(backend=be, template="hu-analyze-rate", n=0)
+
+
 def test_probability_weighted_geval() -> None:
     be = ScriptedBackend(probs=[0.0, 0.0, 0.0, 0.5, 0.5])  # P(4)=P(5)=.5 -> 4.5 on 1-5
     judge = LLMJudge(backend=be, template="geval", aspect="Coherence", criteria_file=None)

@@ -4,7 +4,9 @@ Templates (``resources/judge_templates.json``): AdvEval's 0-100 dialogue, summar
 question prompts (Chen et al. 2024, §3 and Appendix); G-Eval-style 1-5 aspect rubrics
 (Liu et al. 2023) whose criterion text comes from the 11 aspect definitions of Hu et al. 2024
 (``LLM-evaluator-reliability/aspect_criteria.json`` in the data folder; ``criteria_file=``);
-and the combined content / grammar / relevance rating used by Vasselli & Watanabe 2023.
+the combined content / grammar / relevance rating used by Vasselli & Watanabe 2023; and
+``hu-analyze-rate``, the evaluation protocol of Hu et al. 2024 (App. C): analyse, then rate
+1-5, with 10 ratings sampled at temperature 1.0 and averaged (the template's defaults).
 
 Modes: ``parse`` reads the number(s) the model writes (self-consistency: the mean over ``n``
 samples, AdvEval uses 8); ``prob`` is the probability-weighted score over the scale's
@@ -111,8 +113,8 @@ class LLMJudge(Metric):
 
     def __init__(self, backend: str | LLMBackend | None = None, template: str = "geval",
                  aspect: str = "Overall_quality", criteria_variant: str = "Gold",
-                 mode: str | None = None, n: int = 1, temperature: float | None = None,
-                 seed: int = 0, max_new_tokens: int = 24, on_unparseable: str | None = None,
+                 mode: str | None = None, n: int | None = None, temperature: float | None = None,
+                 seed: int = 0, max_new_tokens: int | None = None, on_unparseable: str | None = None,
                  criteria_file: str | None = None, data_dir: str | None = None,
                  backend_options: dict[str, Any] | None = None, on_llm_error: str = "error",
                  **kwargs: Any) -> None:
@@ -133,10 +135,14 @@ class LLMJudge(Metric):
         if on_llm_error not in ("error", "midpoint"):
             raise ValueError(f"on_llm_error must be error or midpoint, not {on_llm_error!r}")
         self.on_llm_error = on_llm_error
-        self.n = n
-        self.temperature = temperature if temperature is not None else (0.0 if n == 1 else 1.0)
+        defaults = self.template.get("defaults", {})  # the protocol a template's paper used
+        self.n = int(n if n is not None else defaults.get("n", 1))
+        if self.n < 1:
+            raise ValueError(f"n (sampled ratings per sample) must be at least 1, got {self.n}")
+        self.temperature = float(temperature if temperature is not None
+                                 else defaults.get("temperature", 0.0 if self.n == 1 else 1.0))
         self.seed = seed
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens = int(max_new_tokens if max_new_tokens is not None else defaults.get("max_new_tokens", 24))
         self.aspect = aspect
         self.criterion = self._criterion(aspect, criteria_variant, criteria_file, data_dir)
         if backend_options and backend is not None and not isinstance(backend, str):
