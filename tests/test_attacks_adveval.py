@@ -68,3 +68,29 @@ def test_adveval_neg_feedback_sign_and_budget() -> None:
     r = a.run(S, v, budget=5)
     assert v.model_calls <= 5 and r.meta["stop"] in ("budget", "max_iters")
     assert all(h["feedback"] == h["victim"] - h["gold"] for h in r.trace)
+
+
+class _Silent:
+    name = "silent"
+    calls = 0
+    cache_hits = 0
+
+
+def test_gold_defaults_follow_section_3_4_and_appendix_b() -> None:
+    """Chen et al. 2024, §3.4: "We first obtain 8 ratings from the evaluator through repeatedly
+    sampling. Then, we take the arithmetic mean of these ratings as the final gold score";
+    App. B: per-task gold prompts (dialogue: five dimensions of 0-20 summed; summarization:
+    factual consistency only; question generation: the answerability steps)."""
+    a = attacks.load("adveval-pos", generator=_Silent(), gold={"backend": _Silent()})
+    want = {"dialogue": "adveval-dialogue", "summarization": "adveval-summary",
+            "question_generation": "adveval-question"}
+    for task, template in want.items():
+        g = a.gold_for(task)
+        assert (g.template_name, g.n, g.temperature) == (template, 8, 1.0)
+    assert a.gold_for("dialogue") is a.gold_for("dialogue")
+    text = a.gold_for("dialogue").template["text"]
+    assert text.count("0 to 20") == 1 and all(f"{i}. " in text for i in range(1, 6))
+    assert "factually consistent" in a.gold_for("summarization").template["text"]
+    assert "passage alone cannot answer" in a.gold_for("question_generation").template["text"]
+    one = attacks.load("adveval-pos", generator=_Silent(), gold={"backend": _Silent(), "n": 1})
+    assert one.gold_for("dialogue").n == 1  # options win over the defaults

@@ -3,8 +3,9 @@ Adversarial Framework Driven by Large Language Models", ACL Findings; §3, Algor
 
 A generator LLM proposes ``candidates`` (8) texts per iteration from a prompt holding the
 task instruction, optional evaluation criteria and the ``top_k`` (10) best texts so far with
-their feedback scores in ascending order. A gold evaluator (an LLM judge averaged over its
-``n`` samples) and the victim score each candidate; the feedback is
+their feedback scores in ascending order. A gold evaluator (§3.4: the LLM judge with the
+task's App. B prompt, each score the mean of 8 ratings sampled at temperature 1) and the
+victim score each candidate; the feedback is
 ``a * S_gold - S_victim`` for R+ (good text the victim under-rates) and
 ``S_victim - a * S_gold`` for R- (bad text the victim over-rates). The loop stops when the
 best text meets the gold criterion (tau1 / tau2, as in the runner's ``gold`` criterion) or
@@ -28,6 +29,8 @@ PROMPTS = {k: v for k, v in json.loads(resource("attacks/adveval_prompts.json").
            if not k.startswith("_")}
 SOURCE_NAMES = {"dialogue": "Dialogue history", "summarization": "Article", "fact": "Article",
                 "question_generation": "Passage and answer", "data_to_text": "Input data"}
+GOLD_TEMPLATES = {"dialogue": "adveval-dialogue", "summarization": "adveval-summary", "fact": "adveval-summary",
+                  "question_generation": "adveval-question"}
 OBJECTS = {"dialogue": "response", "summarization": "summary", "fact": "summary",
            "question_generation": "question", "data_to_text": "text"}
 
@@ -49,7 +52,7 @@ class _AdvEval(Attack):
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.criteria = criteria or Criteria()
         self._generator: Any = None
-        self._gold: Any = None
+        self._golds: dict[str, Any] = {}
 
     @property
     def generator(self) -> Any:
@@ -59,19 +62,24 @@ class _AdvEval(Attack):
             self._generator = resolve_backend(self._generator_spec)
         return self._generator
 
-    @property
-    def gold(self) -> Any:
-        """The gold evaluator: a Metric (default: the LLM judge with AdvEval's 0-100 prompts)."""
-        if self._gold is None:
-            spec = self._gold_spec
-            if spec is None or isinstance(spec, str | dict):
-                from robusteval import metrics
+    def gold_for(self, task: str) -> Any:
+        """The gold evaluator for ``task``. Default (AdvEval §3.4 and App. B): the LLM judge with
+        the task's gold prompt (dialogue: five 0-20 sub-scores; summarization: factual
+        consistency; question generation: the answerability steps), scoring each text as the
+        mean of 8 ratings sampled at temperature 1. ``gold=`` a dict overrides judge options,
+        a Metric replaces the judge."""
+        spec = self._gold_spec
+        if spec is not None and not isinstance(spec, str | dict):
+            return spec
+        if task not in self._golds:
+            from robusteval import metrics
 
-                opts = spec if isinstance(spec, dict) else {}
-                self._gold = metrics.load("llm-judge", **{"template": "adveval-dialogue", **opts})
-            else:
-                self._gold = spec
-        return self._gold
+            opts: dict[str, Any] = dict(spec) if isinstance(spec, dict) else {}
+            if isinstance(spec, str):
+                opts["backend"] = spec
+            defaults = {"template": GOLD_TEMPLATES.get(task, "adveval-dialogue"), "n": 8, "temperature": 1.0}
+            self._golds[task] = metrics.load("llm-judge", **{**defaults, **opts})
+        return self._golds[task]
 
     def feedback(self, gold: float, victim: float) -> float:
         return self.a * gold - victim if self.direction == "R+" else victim - self.a * gold
@@ -98,8 +106,10 @@ class _AdvEval(Attack):
         calls0 = victim.model_calls
         budget = budget or 300
 
+        gold = self.gold_for(sample.task)
+
         def gold_score(text: str) -> float:
-            return float(self.gold.score([sample.with_response(text)])[0])
+            return float(gold.score([sample.with_response(text)])[0])
 
         v0, g0 = victim.score_one(sample, sample.response), gold_score(sample.response)
         history = [{"text": sample.response, "victim": v0, "gold": g0, "feedback": self.feedback(g0, v0),
@@ -126,7 +136,7 @@ class _AdvEval(Attack):
                 continue
             seen.update(cands)
             vs = victim.score(sample, cands)
-            gs = self.gold.score([sample.with_response(c) for c in cands])
+            gs = gold.score([sample.with_response(c) for c in cands])
             for c, v, g in zip(cands, vs, gs, strict=True):
                 history.append({"text": c, "victim": float(v), "gold": float(g),
                                 "feedback": self.feedback(float(g), float(v)), "iteration": it})
