@@ -31,7 +31,7 @@ def test_goal_and_constraints() -> None:
 
 def test_textfooler_pos_lowers_score_with_synonyms_within_budget() -> None:
     v = CachedVictim(WordListMetric())
-    a = attacks.load("textfooler-pos", delta=20, trace=True)
+    a = attacks.load("textfooler-pos", goal="score-move", delta=20, trace=True)
     r = a.run(GOOD, v, budget=300)
     assert r.applicable and r.direction == "R+"
     assert r.meta["start_score"] == 50.0 and r.victim_after <= 30.0 and r.meta["goal_reached"]
@@ -42,7 +42,7 @@ def test_textfooler_pos_lowers_score_with_synonyms_within_budget() -> None:
 
 def test_budget_counts_real_queries_only() -> None:
     v = CachedVictim(WordListMetric())
-    a = attacks.load("textfooler-pos", delta=100)  # unreachable: runs until the budget
+    a = attacks.load("textfooler-pos", goal="score-move", delta=100)  # unreachable: runs until the budget
     a.run(GOOD, v, budget=12)
     assert v.model_calls <= 12
     calls = v.model_calls
@@ -54,7 +54,7 @@ def test_textfooler_neg_starts_from_another_response_and_raises_score() -> None:
     bad = Sample(id="b", task="dialogue", response="the weather is nice today and the food is tasty",
                  context=("hi",))
     pool = [bad, GOOD.with_response("the film is good")]  # the only other response to start from
-    a = attacks.load("textfooler-neg", delta=10, seed=1)
+    a = attacks.load("textfooler-neg", goal="score-move", delta=10, seed=1)
     a.prepare(pool)
     r = a.run(bad, CachedVictim(WordListMetric()))
     assert r.original == bad.response and r.meta["start_text"] == "the film is good" and r.direction == "R-"
@@ -90,7 +90,7 @@ def test_bert_attack_candidates_from_masked_lm(tiny_mlm) -> None:
     assert 1 <= len(cands) <= 5
     assert all(c.words[0] == "the" and c.words[1] != "movie" and c.words[2:] == GOOD.response.split()[2:]
                for c in cands)
-    r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5).run(GOOD, CachedVictim(WordListMetric()))
+    r = attacks.load("bert-attack-pos", mlm=str(tiny_mlm), k=5, goal="score-move").run(GOOD, CachedVictim(WordListMetric()))
     # any replacement of a liked word by another vocabulary word lowers the score
     assert r.direction == "R+" and r.applicable and r.victim_after < r.meta["start_score"]
 
@@ -108,7 +108,7 @@ def test_textfooler_with_a_counter_fitted_embedding_file(tmp_path) -> None:
 
     cands = EmbeddingCandidates(str(path), max_candidates=5)(AttackedText("a good movie"), 1)
     assert [c.words[1] for c in cands] == ["decent"]  # banana is far: cosine < 0.5
-    r = attacks.load("textfooler-pos", embedding=str(path), delta=10).run(GOOD, CachedVictim(WordListMetric()))
+    r = attacks.load("textfooler-pos", embedding=str(path), goal="score-move", delta=10).run(GOOD, CachedVictim(WordListMetric()))
     assert r.applicable and r.victim_after < r.meta["start_score"]
     assert r.meta["candidates"].startswith("embedding:")
 
@@ -146,3 +146,45 @@ def test_chunked_neighbours_match_a_full_sort(tmp_path) -> None:
     for row in (0, 1500, 2499):
         full = np.argsort(-(unit @ unit[row]))[:11]
         assert [emb.index2word(i) for i in emb.nearest_neighbours(row, 10)] == [f"w{i}" for i in full[1:]]
+
+
+class TenTimesLiked(WordListMetric):
+    """Like WordListMetric, 15 points per liked word: the good response starts at 75."""
+
+    name = "liked-words-15"
+
+    def _score(self, samples):
+        return np.array([min(100.0, 15.0 * sum(w in self.liked for w in s.response.split())) for s in samples])
+
+
+def test_target_label_goal_is_the_default() -> None:
+    """Chen et al. 2024, §4: TextFooler and BERT-Attack are adapted "for targeted attack with
+    target label 0 to generate R+ and target label 1 to generate R-": by default the search
+    stops once the victim's score crosses 50, the middle of the 0-100 scale."""
+    r = attacks.load("textfooler-pos", min_sim=None).run(GOOD, CachedVictim(TenTimesLiked()))
+    assert r.meta["goal"] == "target-label" and r.meta["start_score"] == 75.0
+    assert r.meta["goal_reached"] and r.victim_after <= 50.0 < r.victim_after + 15.0  # stopped at the crossing
+    with pytest.raises(ValueError, match="score-move"):
+        attacks.load("textfooler-pos", delta=10)
+    with pytest.raises(ValueError, match="target-label"):
+        attacks.load("textfooler-pos", goal="score-move", threshold=40)
+
+
+def test_textfooler_constraints_same_pos_and_sentence_similarity() -> None:
+    """Jin et al. 2020, §2.2: a substitute must keep the word's part of speech and the
+    sentence's meaning (USE similarity over a window of 15 words; MiniLM stands in for USE)."""
+    from robusteval.attacks.constraints import SamePOS, SentenceSimilarity
+
+    words = ["the", "movie", "was", "really", "good", "and", "the", "actors", "were", "great"]
+    swap = [*words[:4], "commodity", *words[5:]]  # "good" (adjective) -> a noun sense of "good"
+    fine = [*words[:4], "decent", *words[5:]]
+    assert SamePOS()(words, [swap, fine], 4) == [False, True]
+    sim = SentenceSimilarity()
+    near, far = sim.similarities(words, [fine, ["purple", "seven", "gravel", "under", "quietly", *words[5:]]], 4)
+    assert near > far and sim(words, [fine], 4) == [True]
+    assert SentenceSimilarity(min_sim=0.999)(words, [fine], 4) == [False]
+    a = attacks.load("textfooler-pos", goal="score-move", delta=20)
+    r = a.run(GOOD, CachedVictim(WordListMetric()))
+    assert r.meta["constrained_out"] > 0  # WordNet offers off-POS / off-meaning swaps; they were dropped
+    unconstrained = attacks.load("textfooler-pos", goal="score-move", delta=20, same_pos=False, min_sim=None)
+    assert unconstrained.run(GOOD, CachedVictim(WordListMetric())).meta["constrained_out"] == 0

@@ -104,7 +104,7 @@ def test_asr_denominator_counts_attacked_rows_only() -> None:
 def test_an_exhausted_search_is_attacked_and_not_fooled(tmp_path) -> None:
     """Observation 2: a robust victim reads 0 %, not n/a."""
     pool = samples(3)
-    a = attacks.load("textfooler-pos", delta=20)
+    a = attacks.load("textfooler-pos", goal="score-move", delta=20)
     log = run_attacks(pool, [a], ConstantMetric(), tmp_path / "r.jsonl", progress=False, budget=40)
     rows, _ = read_results(tmp_path / "r.jsonl")
     assert all(r.outcome == "attacked" and r.meta["exhausted"] for r in rows)
@@ -159,7 +159,7 @@ def test_victim_before_is_the_clean_original_for_mismatched_start_searches(tmp_p
 
     pool = [Sample(id=f"s{i}", task="dialogue", response=" ".join(["word"] * (i + 2)), context=(f"c{i}",))
             for i in range(4)]
-    log = run_attacks(pool, [attacks.load("textfooler-neg", delta=5)], LengthMetric(), tmp_path / "r.jsonl",
+    log = run_attacks(pool, [attacks.load("textfooler-neg", goal="score-move", delta=5)], LengthMetric(), tmp_path / "r.jsonl",
                       progress=False, budget=20)
     rows = list(log)
     for r in rows:
@@ -231,11 +231,11 @@ def test_resume_with_reused_attack_objects_is_the_same_run(tmp_path) -> None:
     """A search's pool (set by prepare) and a fitted trigger are runtime state, not settings:
     the same attack objects reused across runs (as harden does round after round) or fresh
     ones after a kill give the same fingerprint."""
-    search = attacks.load("textfooler-neg", delta=5)
+    search = attacks.load("textfooler-neg", goal="score-move", delta=5)
     run_attacks(samples(3), [search], LengthMetric(), tmp_path / "a.jsonl", progress=False, budget=10)
     assert search.pool  # prepared: runtime state now set
     run_attacks(samples(4), [search], LengthMetric(), tmp_path / "b.jsonl", progress=False, budget=10)
-    fresh = attacks.load("textfooler-neg", delta=5)
+    fresh = attacks.load("textfooler-neg", goal="score-move", delta=5)
     assert len(run_attacks(samples(4), [fresh], LengthMetric(), tmp_path / "b.jsonl", resume=True, progress=False,
                            budget=10)) == 4
 

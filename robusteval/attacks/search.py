@@ -13,8 +13,11 @@ meaning is kept (synonyms only). ``-neg`` = R-: start from a bad response (anoth
 response, seeded, as AdvEval's baselines do) and push the victim's score *up*. The budget is
 the number of texts the victim really scores (cache hits are free), 300 by default.
 
-Goals: a score drop / rise of at least ``delta``, a ``threshold`` crossing, or, with
-``gold=`` a gold evaluator (any Metric), AdvEval's gold-vs-victim gap of ``gap`` points.
+Goals: ``target-label`` (default; AdvEval §4 runs TextFooler and BERT-Attack "for targeted
+attack with target label 0 to generate R+ and target label 1 to generate R-": the victim's
+score crossing ``threshold``, 50 on the 0-100 scale), ``score-move`` (a drop / rise of at
+least ``delta``), or, with ``gold=`` a gold evaluator (any Metric), AdvEval's gold-vs-victim
+gap of ``gap`` points. TextFooler also applies its POS and sentence-similarity constraints.
 Candidates: WordNet, or ``embedding=`` a counter-fitted word-vector file (TextFooler's
 choice), or a masked LM (BERT-Attack).
 """
@@ -31,8 +34,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.attacks.base import Attack, AttackResult
+from robusteval.attacks.constraints import USE_THRESHOLD, SamePOS, SentenceSimilarity
 from robusteval.attacks.registry import register_attack
 from robusteval.types import Sample
+
+GOALS = ("target-label", "score-move")
+LABEL_THRESHOLD = 50.0  # the target label's boundary on the 0-100 scale
 
 
 @dataclass(frozen=True)
@@ -202,11 +209,23 @@ class _WordSearch(Attack):
     family: ClassVar[str] = "word-search"
     needs_victim: ClassVar[bool] = True
 
-    def __init__(self, budget: int = 300, delta: float = 20.0, threshold: float | None = None,
+    def __init__(self, budget: int = 300, delta: float | None = None, threshold: float | None = None,
                  max_ratio: float = 0.3, seed: int = 0, trace: bool = False, gold: Any = None,
-                 gap: float = 40.0) -> None:
+                 gap: float = 40.0, goal: str = "target-label") -> None:
         super().__init__(seed=seed)
-        self.goal = ScoreGoal(maximize=self.direction == "R-", delta=delta, threshold=threshold)
+        if goal not in GOALS:
+            raise ValueError(f"goal must be one of {GOALS}, got {goal!r}")
+        if goal == "score-move" and threshold is not None:
+            raise ValueError("threshold is the target-label goal's setting; the score-move goal uses delta")
+        if goal == "target-label" and delta is not None:
+            raise ValueError("delta is the score-move goal's setting: pass goal='score-move' with it "
+                             "(the default goal, target-label, uses threshold)")
+        delta = 20.0 if delta is None else delta
+        self.goal_name = goal
+        # AdvEval's adaptation (Chen et al. 2024, §4): a targeted attack with target label 0 for
+        # R+ and 1 for R-, i.e. the victim's score crossing the middle of the 0-100 scale
+        target = (LABEL_THRESHOLD if threshold is None else threshold) if goal == "target-label" else None
+        self.goal = ScoreGoal(maximize=self.direction == "R-", delta=delta, threshold=target)
         # with a gold evaluator (a Metric), the goal is the gold-vs-victim gap instead
         self.gap_goal = GapGoal(maximize=self.direction == "R-", gap=gap) if gold is not None else None
         self.gold = gold
@@ -215,9 +234,14 @@ class _WordSearch(Attack):
         self.keep_trace = trace
         self.pool: list[str] = []
         self._candidates: Any = None
+        self.constrained_out = 0
 
     def candidates(self) -> Any:
         raise NotImplementedError
+
+    def constrain(self, text: Any, candidates: list[Any], index: int) -> list[Any]:
+        """The candidates the attack's constraints keep (none by default)."""
+        return candidates
 
     def prepare(self, samples: Sequence[Sample]) -> None:
         """R- attacks start from another sample's response: keep the pool of responses."""
@@ -248,6 +272,7 @@ class _WordSearch(Attack):
         if not start:
             return result.skip("no starting text (empty pool)")
         calls0 = victim.model_calls
+        self.constrained_out = 0
         text = AttackedText(start)
         before = victim.score_one(sample, text.text)
         best, best_score = text, before
@@ -279,7 +304,7 @@ class _WordSearch(Attack):
             if victim.model_calls - calls0 >= budget or reached() or changes >= max_changes:
                 break
             idx = allowed[j]
-            cands = self.candidates()(best, idx)
+            cands = self.constrain(best, self.candidates()(best, idx), idx)
             if not cands:
                 continue
             room = budget - (victim.model_calls - calls0)
@@ -306,7 +331,8 @@ class _WordSearch(Attack):
             result.gold_after = gold_now
         result.meta.update({"goal_reached": not exhausted, "exhausted": exhausted, "changes": changes,
                             "start_score": before, "start_gold": gold_before,
-                            "goal": "gold-gap" if self.gap_goal is not None else "score-delta",
+                            "goal": "gold-gap" if self.gap_goal is not None else self.goal_name,
+                            "constrained_out": self.constrained_out,
                             "candidates": self.candidates().name,
                             "start": "original" if self.direction == "R+" else "other-response"})
         result.trace = trace if self.keep_trace else None
@@ -315,12 +341,24 @@ class _WordSearch(Attack):
 
 
 class _TextFooler(_WordSearch):
-    source: ClassVar[str] = "Jin et al. 2020 (TextFooler); as a baseline in Chen et al. 2024 (AdvEval), Tables 2-4"
+    """TextFooler (Jin et al. 2020, §2.2): deletion word importance, synonym candidates, and
+    its two constraints -- the same part of speech and a sentence-similarity floor over a
+    15-word window (:mod:`robusteval.attacks.constraints`; MiniLM in place of USE) -- with
+    AdvEval's target-label goal by default (``goal="score-move"``: a move of ``delta``)."""
 
-    def __init__(self, max_candidates: int = 30, embedding: str | None = None, **kwargs: Any) -> None:
+    source: ClassVar[str] = ("Jin et al. 2020 (TextFooler), §2.2; as a baseline in Chen et al. 2024 (AdvEval), "
+                             "§4 and Tables 2-4")
+
+    def __init__(self, max_candidates: int = 30, embedding: str | None = None, same_pos: bool = True,
+                 min_sim: float | None = USE_THRESHOLD, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_candidates = max_candidates
         self.embedding = embedding
+        self.checks: list[Any] = []
+        if same_pos:
+            self.checks.append(SamePOS())
+        if min_sim is not None:
+            self.checks.append(SentenceSimilarity(min_sim))
 
     def candidates(self) -> Any:
         """WordNet synonyms, or neighbours in a counter-fitted embedding file (``embedding=``)."""
@@ -328,6 +366,16 @@ class _TextFooler(_WordSearch):
             self._candidates = (EmbeddingCandidates(self.embedding, self.max_candidates) if self.embedding
                                 else WordNetCandidates(self.max_candidates))
         return self._candidates
+
+    def constrain(self, text: Any, candidates: list[Any], index: int) -> list[Any]:
+        words = list(text.words)
+        for check in self.checks:
+            if not candidates:
+                break
+            keep = check(words, [list(c.words) for c in candidates], index)
+            self.constrained_out += len(candidates) - sum(keep)
+            candidates = [c for c, k in zip(candidates, keep, strict=True) if k]
+        return candidates
 
 
 @register_attack
