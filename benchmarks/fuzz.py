@@ -400,7 +400,9 @@ def metric_options(name: str, workdir: Path, seed: int) -> tuple[str, dict[str, 
     if name == "unieval":
         return "model", {"model": str(tiny_model("tiny_t5", workdir))}
     if name == "dialogrpt":
-        return "model", {"checkpoints": {"updown": str(tiny_model("tiny_gpt2", workdir))}}
+        from robusteval.metrics.dialogrpt import HEADS
+
+        return "model", {"checkpoints": dict.fromkeys(HEADS, str(tiny_model("tiny_gpt2", workdir)))}
     if name == "bertscore":
         return "model", {}
     if name == "llm-judge":

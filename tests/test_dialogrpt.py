@@ -20,7 +20,7 @@ def test_head_reads_the_last_real_token(tiny_gpt2) -> None:
     import torch
     from transformers import GPT2ForSequenceClassification
 
-    m = DialogRPT(checkpoints={"updown": str(tiny_gpt2)})
+    m = DialogRPT(head="updown", checkpoints={"updown": str(tiny_gpt2)})
     sample = s("what do you think about the weather ?")
     ids = m.encode(sample)
     eos = m.eos
@@ -33,7 +33,7 @@ def test_head_reads_the_last_real_token(tiny_gpt2) -> None:
 
 
 def test_padding_does_not_change_scores(tiny_gpt2) -> None:
-    m = DialogRPT(checkpoints={"updown": str(tiny_gpt2)}, batch_size=8)
+    m = DialogRPT(head="updown", checkpoints={"updown": str(tiny_gpt2)}, batch_size=8)
     batch = [s("yes", "a"), s("i love reading books about history and science .", "b"), s("no", "c")]
     together = m.score(batch)
     alone = np.array([m.score([x])[0] for x in batch])
@@ -61,7 +61,7 @@ def test_golden_updown_on_upstream_toy(data_dir) -> None:
     if not ckpt:
         pytest.skip("set DIALOGRPT_UPDOWN_CHECKPOINT to a local microsoft/DialogRPT-updown "
                     "folder to compare with upstream's toy.tsv.updown.jsonl (no hub access here)")
-    m = DialogRPT(checkpoints={"updown": ckpt})
+    m = DialogRPT(head="updown", checkpoints={"updown": ckpt})
     for line in (data_dir / "DialogRPT/doc/toy.tsv.updown.jsonl").read_text().splitlines():
         item = json.loads(line)
         samples = [Sample(id=h, task="dialogue", response=h, context=(item["cxt"],)) for _, h in item["hyps"]]

@@ -224,7 +224,7 @@ def test_bertscore_text_its_tokenizer_drops_is_empty_text_not_a_silent_zero() ->
 def test_dialogrpt_never_feeds_more_tokens_than_the_model_has_positions(tiny_gpt2) -> None:
     from robusteval.metrics.dialogrpt import DialogRPT
 
-    m = DialogRPT(checkpoints={"updown": str(tiny_gpt2)})
+    m = DialogRPT(head="updown", checkpoints={"updown": str(tiny_gpt2)})
     assert m.max_length == 256  # the tiny GPT-2 has 256 positions; DialogRPT's own 1024
     long = sample("long", context=tuple("how are you today ?" for _ in range(400)))
     got = m.score([long, sample("short")])

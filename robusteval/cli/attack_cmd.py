@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.asr import summarize, summary_markdown
     from robusteval.attacks.criteria import Criteria
     from robusteval.attacks.runner import result_key, run_attacks
+    from robusteval.data.preprocess import preprocess
     from robusteval.data.select import select
     from robusteval.results import metric_identity, sum_counters
 
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = attacks.select(spec, seed, cfg.get("attack_options"))
     samples = select(data.load(dataset, args.data_dir or cfg.get("data_dir")), cfg.get("select", "all"),
                      cfg.get("select_aspect"))
+    samples = preprocess(samples, cfg.get("preprocess"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
     samples = samples[:limit] if limit is not None else samples
     criteria = Criteria.from_config(cfg.get("criteria"))
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                               "command": "attack", "victim_name": v["name"], "victim_options": options,
                               "guard": v.get("guard"), "attack_spec": spec, "seed": seed, "limit": limit,
                               "selection": [cfg.get("select", "all"), cfg.get("select_aspect")],
+                              "preprocess": cfg.get("preprocess", "none"),
                               "attack_options": cfg.get("attack_options")})
         keys = {result_key(a.name, s.id) for s in samples for a in chosen}
         rows = [r for r in log if r["key"] in keys]  # this run's rows (the log holds no other run's)

@@ -37,7 +37,8 @@ def ensemble(scores: Mapping[str, np.ndarray]) -> np.ndarray:
 
 @register_metric("dialogrpt", family="learned", source="Gao et al. 2020 (EMNLP), DialogRPT")
 class DialogRPT(Metric):
-    """One DialogRPT head (``head="updown"``) or the ensemble (``head="ensemble"``), x100.
+    """The DialogRPT ensemble (``head="ensemble"``, the default: the composite score Vasselli &
+    Watanabe use as the overall score, §3.2.1) or one head (``head="updown"`` ...), x100.
 
     Options: ``checkpoints`` (head -> id/folder; default ``microsoft/DialogRPT-<head>``),
     ``max_length`` (tokens kept from the end of context+response, 1024), ``batch_size``.
@@ -46,7 +47,7 @@ class DialogRPT(Metric):
     name: ClassVar[str] = "dialogrpt"
     tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
 
-    def __init__(self, head: str = "updown", checkpoints: Mapping[str, str] | None = None,
+    def __init__(self, head: str = "ensemble", checkpoints: Mapping[str, str] | None = None,
                  max_length: int = 1024, batch_size: int = 16, device: str = "cpu",
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
