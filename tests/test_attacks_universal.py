@@ -83,3 +83,40 @@ def test_runner_fits_once_saves_trigger_and_excludes_fitting_samples(tmp_path) -
     assert summarize(rows)["ga-trigger"]["attacked"] == 7 and summarize(rows)["ga-trigger"]["fitting"] == 3
     assert summarize(rows)["ga-trigger"]["primary"]["n"] == 7
     assert {r["adversarial"] for r in rows} == {fitted["ga-trigger"]["trigger"]}
+
+
+def test_ga_presets_follow_the_paper() -> None:
+    """Mu & Lim §4: "set population size at 10, and terminate at 2000 generations"; §3.3:
+    "a threshold of -0.88, or maximum of 2000 iterations"; "we can stop iterating when i=5";
+    the trigger is "a sequence of independent randomly initialized non-alphanumeric characters"."""
+    from robusteval.attacks.universal import ALL_NON_ALNUM
+
+    paper = attacks.load("ga-trigger")
+    assert (paper.preset, paper.pop_size, paper.generations, paper.rounds, paper.target) == ("paper", 10, 2000, 6, 88.0)
+    assert paper.alphabet == ALL_NON_ALNUM and "\x07" in paper.alphabet and " " in paper.alphabet
+    assert not any(ch.isalnum() for ch in ALL_NON_ALNUM) and len(ALL_NON_ALNUM) == 128 - 62
+    fast = attacks.load("ga-trigger", preset="fast")
+    assert (fast.pop_size, fast.generations, fast.rounds, fast.target, fast.alphabet) == (24, 12, 3, None, TRIGGER_CHARS)
+    assert attacks.load("ga-trigger", preset="fast", generations=5).generations == 5
+    with pytest.raises(ValueError, match="preset"):
+        attacks.load("ga-trigger", preset="slow")
+
+
+def test_ga_stops_at_the_fitness_threshold() -> None:
+    v = CachedVictim(TriggerLovingMetric())
+    samples = [sample(i, ref=f"reference {i}") for i in range(3)]
+    a = attacks.load("ga-trigger", length=6, pop_size=16, generations=400, rounds=1, target=30.0, seed=1)
+    trig = a.fit(samples, v)
+    assert sum(ch in "!?" for ch in trig) >= 3
+    assert v.model_calls < 16 * 400 // 4  # stopped long before 400 generations
+
+
+def test_trigger_broken_hides_the_broken_text_past_512_tokens() -> None:
+    """Mu & Lim §3.3: "If we set the number of tokens in s_emu greater than 512 (the max
+    sequence length for BERT), sigma_ROUGE(a) would then not affect the effectiveness"."""
+    a = attacks.load("trigger-broken", trigger="!?", min_run=2)
+    adv = a.run(sample()).adversarial
+    trigger, broken = adv.split(" ", 1)
+    assert len(trigger) >= 513 and set(trigger) == {"!", "?"} and broken == "Springfield opened new bridge old town"
+    once = attacks.load("trigger-broken", trigger="!?", min_run=2, pad_to=0).run(sample()).adversarial
+    assert once == "!? Springfield opened new bridge old town"

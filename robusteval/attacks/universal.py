@@ -33,7 +33,17 @@ from robusteval.attacks.registry import register_attack
 from robusteval.types import Sample
 
 SOURCE = "Mu & Lim 2023, Universal Evasion Attacks on Summarization Scoring (BlackboxNLP)"
-TRIGGER_CHARS = string.punctuation  # the non-alphanumeric alphabet the GA draws from
+TRIGGER_CHARS = string.punctuation  # the "fast" preset's alphabet: printable ASCII punctuation
+# the paper's alphabet (§3.3): every non-alphanumeric character -- here every ASCII one, control
+# characters and whitespace included
+ALL_NON_ALNUM = "".join(chr(c) for c in range(128) if not chr(c).isalnum())
+# Mu & Lim §4: "population size at 10, and terminate at 2000 generations", a fitness threshold
+# of -0.88 (BERTScore 0.88 = 88 on robusteval's scale), refit on the farthest reference and stop
+# at i = 5 (rounds i = 0..5); "fast" is the cheap search robusteval used before (BENCHMARKS §4)
+GA_PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"pop_size": 10, "generations": 2000, "rounds": 6, "target": 88.0, "alphabet": ALL_NON_ALNUM},
+    "fast": {"pop_size": 24, "generations": 12, "rounds": 3, "target": None, "alphabet": TRIGGER_CHARS},
+}
 
 
 class _Universal(Perturbation):
@@ -55,23 +65,59 @@ class DotTrigger(_Universal):
         return "."
 
 
-def decode(genes: Sequence[int]) -> str:
+def decode(genes: Sequence[int], alphabet: str = TRIGGER_CHARS) -> str:
     """Gene i in [0, len(TRIGGER_CHARS)] -> character; the top value means "no character"."""
-    return "".join(TRIGGER_CHARS[g] for g in genes if 0 <= g < len(TRIGGER_CHARS))
+    return "".join(alphabet[g] for g in genes if 0 <= g < len(alphabet))
+
+
+def _termination(generations: int, target: float | None) -> Any:
+    """Stop after ``generations``, or once the best mean score reaches ``target``."""
+    from pymoo.core.termination import Termination
+    from pymoo.termination.max_gen import MaximumGenerationTermination
+
+    class Reached(Termination):
+        def __init__(self) -> None:
+            super().__init__()
+            self.max_gen = MaximumGenerationTermination(generations)
+
+        def _update(self, algorithm: Any) -> float:
+            progress = float(self.max_gen.update(algorithm))
+            opt = algorithm.opt
+            if target is not None and opt is not None and len(opt) and -float(opt.get("F").min()) >= target:
+                return 1.0
+            return progress
+
+    return Reached()
 
 
 @register_attack
 class GATrigger(_Universal):
-    """A non-alphanumeric trigger string found by a genetic search, applied unchanged."""
+    """A non-alphanumeric trigger string found by a genetic search (pymoo), applied unchanged
+    (Mu & Lim §3.3-§4). ``preset="paper"`` (default): population 10, up to 2000 generations or
+    a mean score of 88 (the paper's fitness -0.88), every ASCII non-alphanumeric character
+    (control characters included), refit on the farthest reference for rounds i = 0..5, each
+    round starting from the previous trigger. ``preset="fast"``: population 24, 12
+    generations, 3 rounds, printable punctuation. Explicit options override the preset. The
+    paper gives no trigger length; ``length`` is 8."""
 
     name: ClassVar[str] = "ga-trigger"
     needs_fit: ClassVar[bool] = True
 
-    def __init__(self, length: int = 8, pop_size: int = 24, generations: int = 12, rounds: int = 3,
+    def __init__(self, length: int = 8, preset: str = "paper", pop_size: int | None = None,
+                 generations: int | None = None, rounds: int | None = None, target: float | None = None,
                  fit_size: int = 8, trigger: str | None = None, seed: int = 0) -> None:
         super().__init__(seed=seed)
-        self.length, self.pop_size, self.generations = length, pop_size, generations
-        self.rounds, self.fit_size = rounds, fit_size
+        if preset not in GA_PRESETS:
+            raise ValueError(f"ga-trigger preset must be one of {', '.join(GA_PRESETS)}, got {preset!r}")
+        p = GA_PRESETS[preset]
+        self.preset = preset
+        self.length = length
+        self.pop_size = int(pop_size if pop_size is not None else p["pop_size"])
+        self.generations = int(generations if generations is not None else p["generations"])
+        self.rounds = int(rounds if rounds is not None else p["rounds"])
+        self.target = target if target is not None else p["target"]
+        self.alphabet: str = p["alphabet"]
+        self.fit_size = fit_size
         self.trigger = trigger
         self.history: list[dict[str, Any]] = []
 
@@ -98,8 +144,11 @@ class GATrigger(_Universal):
 
         def mean_scores(triggers: Sequence[str], group: Sequence[Sample]) -> np.ndarray:
             """Mean victim score of each trigger over ``group``: one batched victim call per
-            sample for the whole population (an empty trigger gets -1)."""
-            real = [t for t in dict.fromkeys(triggers) if t]
+            sample for the whole population (an empty or invisible-only trigger -- whitespace and
+            control characters are in the paper's alphabet -- gets -1, never a victim call)."""
+            from robusteval.text import is_blank
+
+            real = [t for t in dict.fromkeys(triggers) if t and not is_blank(t)]
             totals = np.zeros(len(real))
             for s in group:
                 if real:
@@ -115,21 +164,27 @@ class GATrigger(_Universal):
             group = list(fitting)
 
             class TriggerProblem(Problem):
-                def __init__(self, n_var: int, group: list[Sample]) -> None:
-                    super().__init__(n_var=n_var, n_obj=1, xl=0, xu=len(TRIGGER_CHARS), vtype=int)
-                    self.group = group
+                def __init__(self, n_var: int, group: list[Sample], alphabet: str) -> None:
+                    super().__init__(n_var=n_var, n_obj=1, xl=0, xu=len(alphabet) - 1, vtype=int)
+                    self.group, self.alphabet = group, alphabet
 
                 def _evaluate(self, x: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-                    triggers = [decode(row.astype(int)) for row in x]
+                    triggers = [decode(row.astype(int), self.alphabet) for row in x]
                     out["F"] = -mean_scores(triggers, self.group).reshape(-1, 1)
 
-            algorithm = GA(pop_size=self.pop_size, sampling=IntegerRandomSampling(),
+            sampling: Any = IntegerRandomSampling()
+            if best != "." and rnd > 0:  # start from the previous round's trigger (the paper's s_emu,i)
+                genes = np.array([[self.alphabet.index(c) for c in best[: self.length].ljust(self.length, best[0])]])
+                mutated = np.random.default_rng(self.seed + rnd).integers(0, len(self.alphabet),
+                                                                          size=(self.pop_size - 1, self.length))
+                sampling = np.vstack([genes, mutated])
+            algorithm = GA(pop_size=self.pop_size, sampling=sampling,
                            crossover=SBX(prob=0.9, eta=3.0, vtype=float, repair=RoundingRepair()),
                            mutation=PM(prob=1.0, eta=3.0, vtype=float, repair=RoundingRepair()),
                            eliminate_duplicates=True)
-            res = minimize(TriggerProblem(self.length, group), algorithm, ("n_gen", self.generations),
-                           seed=self.seed + rnd, verbose=False)
-            found = decode(np.atleast_2d(res.X)[0].astype(int))
+            res = minimize(TriggerProblem(self.length, group, self.alphabet), algorithm,
+                           _termination(self.generations, self.target), seed=self.seed + rnd, verbose=False)
+            found = decode(np.atleast_2d(res.X)[0].astype(int), self.alphabet)
             if mean_score(found, group) >= mean_score(best, group):
                 best = found
             scores = {s.id: victim.score_one(s, best) for s in candidates}  # cached after round 0
@@ -144,7 +199,7 @@ class GATrigger(_Universal):
         return best
 
     def fitted_state(self) -> dict[str, Any]:
-        return {"trigger": self.trigger, "history": self.history}
+        return {"trigger": self.trigger, "history": self.history, "preset": self.preset}
 
     def load_fitted(self, state: dict[str, Any]) -> None:
         self.trigger = state["trigger"]
@@ -244,15 +299,21 @@ class BrokenSentenceC2(BrokenSentence):
 
 @register_attack
 class TriggerBroken(BrokenSentence):
-    """The fitted GA trigger followed by the broken string."""
+    """The fitted GA trigger followed by the broken string (Mu & Lim §3.3). As in the paper, the
+    trigger is repeated until it has at least ``pad_to`` (513) visible characters -- each a
+    token of a BERT-style tokenizer -- so a 512-token scorer never reaches the broken text
+    while ROUGE, which ignores punctuation, sees only the broken text. ``pad_to=0``: the
+    trigger once."""
 
     name: ClassVar[str] = "trigger-broken"
     needs_fit: ClassVar[bool] = True
 
     def __init__(self, min_run: int | None = None, bag: str = "oracle", classifier: str | None = None,
-                 bag_size: int | None = 30, trigger: str | None = None, seed: int = 0, **ga: Any) -> None:
+                 bag_size: int | None = 30, trigger: str | None = None, pad_to: int = 513, seed: int = 0,
+                 **ga: Any) -> None:
         super().__init__(min_run=min_run, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed)
         self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
+        self.pad_to = int(pad_to)
 
     def fit(self, samples: Sequence[Sample], victim: Any) -> str:
         return self.ga.fit(samples, victim)
@@ -263,8 +324,15 @@ class TriggerBroken(BrokenSentence):
     def load_fitted(self, state: dict[str, Any]) -> None:
         self.ga.load_fitted(state)
 
+    def padded_trigger(self, sample: Sample, rng: random.Random) -> str:
+        trigger = str(self.ga.perturb(sample, rng))
+        visible = sum(ch.isprintable() and not ch.isspace() for ch in trigger)
+        if self.pad_to <= 0 or visible == 0:
+            return trigger
+        return trigger * -(-self.pad_to // visible)  # ceil: at least pad_to visible characters
+
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         broken = super().perturb(sample, rng)
         if broken is None:
             return None
-        return f"{self.ga.perturb(sample, rng)} {broken}"
+        return f"{self.padded_trigger(sample, rng)} {broken}"
