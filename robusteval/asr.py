@@ -153,4 +153,36 @@ def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
                      f"{s['original_floored']} | {mb} | {ma} | {pct(c['beats_reference'])} | "
                      f"{pct(c['expectation'])} | {pct(c['invariance'])} | {pct(c['gold'])} | "
                      f"{s['model_calls']} | {s['cache_hits']} |")
+    levels = {n: s["system_level"] for n, s in summary.items() if s.get("system_level", {}).get("n_docs")}
+    if levels:
+        lines += ["", "System level (Mu & Lim §2.5: the attack's mean beats every published system's mean "
+                  "on the same documents):", "",
+                  "| attack | documents | attack mean | best system (mean) | rank | beats every system |",
+                  "|---|---|---|---|---|---|"]
+        for name, lv in levels.items():
+            top = max(lv["systems"].items(), key=lambda kv: kv[1])
+            lines.append(f"| {name} | {lv['n_docs']} | {lv['attack_mean']:.1f} | {top[0]} ({top[1]:.1f}) | "
+                         f"{lv['rank']} of {lv['of']} | {'yes' if lv['success'] else 'no'} |")
     return "\n".join(lines) + "\n"
+
+
+def system_level(rows: Iterable[ResultRow | Mapping[str, Any]],
+                 system_scores: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    """Mu & Lim's system-level success (§2.5): an attack succeeds when its mean score over the
+    documents beats the mean of every published system on the same documents.
+
+    ``rows``: one attack's rows (their ``sample_id`` names the document's attacked sample,
+    ``meta["doc"]`` or the sample id keys the document); ``system_scores``: system -> document
+    key -> the victim's score of that system's output. Only documents that the attack changed
+    and every system covers are used, so both sides average over the same documents."""
+    used = [r for r in counted(rows) if r.victim_after is not None]
+    by_doc = {str(r.meta.get("doc", r.sample_id)): float(r.victim_after) for r in used}  # type: ignore[arg-type]
+    docs = sorted(d for d in by_doc if all(d in s for s in system_scores.values()))
+    if not docs or not system_scores:
+        return {"n_docs": 0, "attack_mean": None, "systems": {}, "rank": None, "beats": [], "success": None}
+    attack_mean = float(np.mean([by_doc[d] for d in docs]))
+    means = {name: float(np.mean([s[d] for d in docs])) for name, s in system_scores.items()}
+    beaten = sorted(n for n, m in means.items() if attack_mean > m)
+    return {"n_docs": len(docs), "attack_mean": attack_mean, "systems": dict(sorted(means.items())),
+            "rank": 1 + sum(m >= attack_mean for m in means.values()), "of": len(means) + 1,
+            "beats": beaten, "success": len(beaten) == len(means)}

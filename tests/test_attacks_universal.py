@@ -120,3 +120,48 @@ def test_trigger_broken_hides_the_broken_text_past_512_tokens() -> None:
     assert len(trigger) >= 513 and set(trigger) == {"!", "?"} and broken == "Springfield opened new bridge old town"
     once = attacks.load("trigger-broken", trigger="!?", min_run=2, pad_to=0).run(sample()).adversarial
     assert once == "!? Springfield opened new bridge old town"
+
+
+def test_system_level_success() -> None:
+    """Mu & Lim §2.5: "we consider our attack to be successful if an attacker obtains a score
+    higher than the threshold [the scores of the top summarizers] using clearly inferior
+    summaries" -- the attack's mean against each system's mean on the same documents."""
+    from robusteval.asr import system_level
+    from robusteval.attacks.base import ResultRow
+
+    def row(doc: str, score: float) -> ResultRow:
+        return ResultRow(attack="dot-trigger", family="universal", sample_id=doc, direction="R-",
+                         original="o", adversarial=".", expected="low", victim_before=50.0,
+                         victim_after=score)
+
+    rows = [row("d1", 80.0), row("d2", 70.0), row("d3", 10.0)]
+    systems = {"M1": {"d1": 60.0, "d2": 60.0}, "M2": {"d1": 90.0, "d2": 40.0, "d3": 50.0}}
+    out = system_level(rows, systems)
+    assert out["n_docs"] == 2 and out["attack_mean"] == 75.0  # d3: not covered by M1
+    assert out["systems"] == {"M1": 60.0, "M2": 65.0} and out["beats"] == ["M1", "M2"]
+    assert out["success"] and out["rank"] == 1 and out["of"] == 3
+    middle = system_level([row("d1", 70.0), row("d2", 56.0)], systems)  # mean 63: above M1 only
+    assert middle["beats"] == ["M1"] and not middle["success"] and middle["rank"] == 2
+    assert system_level([], systems)["success"] is None
+
+
+def test_attack_cli_reports_system_level(tmp_path, monkeypatch) -> None:
+    """`system_level: true` in an attack config scores every system on the attacked documents."""
+    import json as _json
+
+    from robusteval import data as data_mod
+    from robusteval.cli.main import main
+
+    docs = [Sample(id=f"d{i}/{sys}", task="summarization", response=f"{sys} summary of document {i} .",
+                   context=(f"document {i} text about bridges .",), reference=f"bridges open in town {i} .",
+                   human={"relevance": float(len(sys))}, meta={"system_id": sys})
+            for i in range(3) for sys in ("M1", "M22")]
+    monkeypatch.setattr(data_mod, "load", lambda name, data_dir=None, **kw: list(docs))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: toy-systems\nselect: best-per-context\nselect_aspect: relevance\n"
+                   "attacks: [dot-trigger]\nsystem_level: true\nvictim: {name: rougeL}\n", encoding="utf-8")
+    assert main(["attack", "--config", str(cfg), "--out-dir", str(tmp_path / "run")]) == 0
+    summary = _json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    lv = summary["attacks"]["dot-trigger"]["system_level"]
+    assert lv["n_docs"] == 3 and set(lv["systems"]) == {"M1", "M22"} and lv["success"] is False
+    assert "System level" in (tmp_path / "run" / "summary.md").read_text(encoding="utf-8")

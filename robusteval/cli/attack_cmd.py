@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else int(cfg.get("seed", 0))
     budget = args.budget if args.budget is not None else int(cfg.get("budget", 300))
     chosen = attacks.select(spec, seed, cfg.get("attack_options"))
-    samples = select(data.load(dataset, args.data_dir or cfg.get("data_dir")), cfg.get("select", "all"),
-                     cfg.get("select_aspect"))
+    everything = data.load(dataset, args.data_dir or cfg.get("data_dir"))
+    samples = select(everything, cfg.get("select", "all"), cfg.get("select_aspect"))
     samples = preprocess(samples, cfg.get("preprocess"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
     samples = samples[:limit] if limit is not None else samples
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         keys = {result_key(a.name, s.id) for s in samples for a in chosen}
         rows = [r for r in log if r["key"] in keys]  # this run's rows (the log holds no other run's)
         summary = summarize(rows)
+        if cfg.get("system_level"):
+            add_system_level(summary, rows, samples, preprocess(everything, cfg.get("preprocess")), victim)
         write_outputs(out, "summary", {"victim": label, "dataset": dataset, "n_samples": len(samples),
                                        "selection": cfg.get("select", "all"), "criteria": criteria.describe(),
                                        "attacks": summary, "counters": sum_counters(
@@ -116,6 +118,28 @@ def run(args: argparse.Namespace) -> int:
                                        "reproducibility": metric_identity(victim), "provenance": provenance(cfg)},
                       summary_markdown(summary, f"{label} on {dataset}"), extra=[out / "results.jsonl"])
     return 0
+
+
+def add_system_level(summary: dict[str, Any], rows: list[dict[str, Any]], samples: list[Any],
+                     everything: list[Any], victim: Any) -> None:
+    """Mu & Lim's system-level criterion (§2.5) for each universal attack: the victim scores
+    every system's output on the attacked documents (``system_id`` in the data), and
+    :func:`robusteval.asr.system_level` compares the attack's mean with each system's."""
+    from robusteval.asr import system_level
+
+    by_context: dict[tuple[str, ...], list[Any]] = {}
+    for s in everything:
+        by_context.setdefault(s.context, []).append(s)
+    outputs = [(s.id, o) for s in samples for o in by_context.get(s.context, []) if o.meta.get("system_id") is not None]
+    if not outputs:
+        raise RobustevalError("system_level: true needs a dataset whose samples name their system (system_id)")
+    scores = victim.score([o for _, o in outputs])
+    systems: dict[str, dict[str, float]] = {}
+    for (doc, o), v in zip(outputs, scores, strict=True):
+        systems.setdefault(str(o.meta["system_id"]), {})[doc] = float(v)
+    for name, entry in summary.items():
+        if entry.get("family") == "universal":
+            entry["system_level"] = system_level([r for r in rows if r["attack"] == name], systems)
 
 
 def run_list(args: argparse.Namespace) -> int:
