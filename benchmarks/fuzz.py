@@ -390,14 +390,14 @@ def tiny_model(kind: str, workdir: Path) -> Path:
 
 # Tasks for which a metric documents that it needs the source / dialogue history.
 NEEDS_SOURCE = {"llm-judge": ("summarization", "fact", "question_generation"),
-                "unieval": ("summarization", "fact", "dialogue")}
+                "unieval": ("summarization", "fact", "dialogue"), "unieval-altered": ("dialogue",)}
 
 
 def metric_options(name: str, workdir: Path, seed: int) -> tuple[str, dict[str, Any]]:
     """(tier, load options) for a registered metric, offline."""
     if name in ("cross-encoder", "poe"):
         return "model", {"checkpoint": str(minilm_scorer(workdir / "minilm-scorer", seed))}
-    if name == "unieval":
+    if name in ("unieval", "unieval-altered"):
         return "model", {"model": str(tiny_model("tiny_t5", workdir))}
     if name == "dialogrpt":
         from robusteval.metrics.dialogrpt import HEADS

@@ -117,3 +117,40 @@ def test_golden_against_official_predictions(data_dir, dataset: str, env: str) -
         for dim, want in s.meta["unieval_predict"].items():
             # sentence splitting differs from punkt on a few items; most agree to 1e-3
             assert dims[dim][i] == pytest.approx(want, abs=0.05), (s.id, dim, json.dumps(want))
+
+
+NOFACT = Sample(id="nf", task="dialogue", response="i am fine thanks . how are you today ?",
+                context=("how are you today ?", "i am fine ."))
+
+
+def test_dialogue_overall_without_a_fact_does_not_raise(tiny_t5) -> None:
+    """Vasselli & Watanabe §3.2.2: DailyDialog has no fact, so groundedness is left out and the
+    content question is asked without the fact; the fallback is counted."""
+    m = UniEval(model=str(tiny_t5), dimension="overall")
+    dims = m.score_dimensions([NOFACT, DIALOG])
+    assert np.isfinite(dims["overall"]).all()
+    assert np.isnan(dims["groundedness"][0]) and np.isfinite(dims["groundedness"][1])
+    assert np.isfinite(dims["engagingness-nofact"][0]) and np.isnan(dims["engagingness-nofact"][1])
+    nofact_dims = ("naturalness", "coherence", "engagingness-nofact", "understandability")
+    assert dims["overall"][0] == pytest.approx(np.mean([dims[d][0] for d in nofact_dims]))
+    assert m.report()["fallbacks"]["overall_without_fact"] == 1
+    inputs, _ = build_inputs("dialogue", "engagingness-nofact", [NOFACT])
+    assert all("fact" not in x.split("</s>")[0] and "</s> fact:" not in x for x in inputs)
+
+
+def test_unieval_altered_weights(tiny_t5) -> None:
+    """Vasselli & Watanabe App. A: "content * 0.4 + grammar * 0.2 + relevance * 0.4" with
+    content = the fact-free content prompt, grammar = naturalness, relevance = coherence."""
+    from robusteval.metrics import load as load_metric
+
+    alt = load_metric("unieval-altered", model=str(tiny_t5))
+    dims = alt.score_dimensions([NOFACT])
+    want = 0.4 * dims["engagingness-nofact"][0] + 0.2 * dims["naturalness"][0] + 0.4 * dims["coherence"][0]
+    assert dims["overall"][0] == pytest.approx(want)
+    assert "groundedness" not in dims and "understandability" not in dims
+    assert alt.score([NOFACT])[0] == pytest.approx(min(100.0, 100 * want))
+    grammar = load_metric("unieval-altered", model=str(tiny_t5), dimension="grammar")
+    assert grammar.score_dimensions([NOFACT])["overall"][0] == pytest.approx(dims["naturalness"][0])
+    assert grammar.aspect == "Fluency"
+    with pytest.raises(ValueError, match="unieval-altered dimension"):
+        load_metric("unieval-altered", model=str(tiny_t5), dimension="groundedness")

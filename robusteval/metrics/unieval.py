@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -71,9 +71,25 @@ def yes_probability(model: Any, input_ids: Any, attention_mask: Any, yes: int, n
     return torch.softmax(logits.float()[:, [yes, no]], dim=-1)[:, 0]
 
 
+# Vasselli & Watanabe (App. A) score DailyDialog, which has no fact, with "a new prompt that does
+# not refer to the fact for content"; the paper does not print it, so this is robusteval's: the
+# engagingness question with the fact removed (summed over sentences, as engagingness is)
+FACTLESS: dict[str, dict[str, str]] = {"engagingness": {
+    "template": "question: Is this an engaging and informative response according to the dialogue history? "
+                "</s> response: {output} </s> dialogue history: {source}",
+    "unit": "sentence", "aggregate": "sum"}}
+
+
+def spec_of(task: str, dimension: str) -> dict[str, str]:
+    """The prompt spec of a dimension; ``<dim>-nofact`` is the fact-free variant."""
+    if dimension.endswith("-nofact"):
+        return FACTLESS[dimension.removesuffix("-nofact")]
+    return PROMPTS[task][dimension]
+
+
 def build_inputs(task: str, dimension: str, samples: Sequence[Sample]) -> tuple[list[str], list[int]]:
     """Boolean-QA inputs for one dimension and the number of inputs per sample."""
-    spec = PROMPTS[task][dimension]
+    spec = spec_of(task, dimension)
     template = spec["template"]
     needs = [k for k in ("source", "reference", "fact") if "{" + k + "}" in template]
     inputs, counts = [], []
@@ -170,29 +186,46 @@ class UniEval(Metric):
             raise InputError(sample.id, "task", f"UniEval has no prompts for task {sample.task!r}")
         return TASK_ALIASES[sample.task]
 
+    def dimensions_for(self, task: str, sample: Sample) -> list[str]:
+        """The dimensions scored for ``sample``. A dialogue ``overall`` without a fact leaves
+        out groundedness and asks the fact-free engagingness question (counted in
+        ``report()["fallbacks"]["overall_without_fact"]``) instead of failing."""
+        if self.dimension != "overall":
+            return [self.dimension]
+        dims = list(PROMPTS[task])
+        if task == "dialogue" and is_blank(sample.fact or ""):
+            dims = [f"{d}-nofact" if d in FACTLESS else d for d in dims if d != "groundedness"]
+        return dims
+
+    def combine(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """``overall`` from the scored dimensions: their mean (upstream)."""
+        return np.mean(list(values.values()), axis=0)
+
     def score_dimensions(self, samples: Sequence[Sample]) -> dict[str, np.ndarray]:
         """Upstream values per dimension (NaN where a dimension is not the sample's task's)."""
         samples = list(samples)
-        by_task: dict[str, list[int]] = {}
+        by_dims: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for i, s in enumerate(samples):
-            by_task.setdefault(self._task_of(s), []).append(i)
-        result: dict[str, np.ndarray] = {}
-        for task, idx in by_task.items():
+            task = self._task_of(s)
             self._check_dimension(task)
+            by_dims.setdefault((task, tuple(self.dimensions_for(task, s))), []).append(i)
+        result: dict[str, np.ndarray] = {}
+        for (task, dims), idx in by_dims.items():
             group = [samples[i] for i in idx]
-            dims = list(PROMPTS[task]) if self.dimension == "overall" else [self.dimension]
-            per_dim = []
+            if self.dimension == "overall" and any(d.endswith("-nofact") for d in dims):
+                self.fallbacks["overall_without_fact"] += len(group)
+            values: dict[str, np.ndarray] = {}
             for dim in dims:
                 inputs, counts = build_inputs(task, dim, group)
                 flat = self.boolean_scores(task, inputs)
-                agg = PROMPTS[task][dim].get("aggregate", "mean")
+                agg = spec_of(task, dim).get("aggregate", "mean")
                 bounds = np.cumsum([0, *counts])
                 vals = np.array([flat[a:b].sum() if agg == "sum" else flat[a:b].mean()
                                  for a, b in itertools.pairwise(bounds)])
                 result.setdefault(dim, np.full(len(samples), np.nan))[idx] = vals
-                per_dim.append(vals)
+                values[dim] = vals
             if self.dimension == "overall":
-                result.setdefault("overall", np.full(len(samples), np.nan))[idx] = np.mean(per_dim, axis=0)
+                result.setdefault("overall", np.full(len(samples), np.nan))[idx] = self.combine(values)
         return result
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
@@ -204,3 +237,38 @@ class UniEval(Metric):
         return (f"model={self.model_name or 'default-per-task'}|adapter={self.adapter}|dim={self.dimension}|"
                 f"max_length={self.max_length}|split=spacy-sentencizer|"
                 f"transformers={transformers.__version__}")
+
+
+@register_metric("unieval-altered", family="learned",
+                 source="Vasselli & Watanabe 2023, §3.2.2 and App. A (UniEval for ungrounded dialogue)")
+class UniEvalAltered(UniEval):
+    """UniEval altered for ungrounded dialogue (Vasselli & Watanabe, §3.2.2, App. A):
+    content = the engagingness question without the fact, grammar = naturalness, relevance =
+    coherence; groundedness and understandability are dropped, and ``overall`` is
+    0.4 content + 0.2 grammar + 0.4 relevance. ``dimension`` = ``overall`` (default),
+    ``content``, ``grammar`` or ``relevance``. Same checkpoint and options as ``unieval``."""
+
+    name: ClassVar[str] = "unieval-altered"
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
+    PARTS: ClassVar[dict[str, str]] = {"content": "engagingness-nofact", "grammar": "naturalness",
+                                       "relevance": "coherence"}
+    WEIGHTS: ClassVar[dict[str, float]] = {"engagingness-nofact": 0.4, "naturalness": 0.2, "coherence": 0.4}
+
+    def __init__(self, dimension: str = "overall", **kwargs: Any) -> None:
+        if dimension != "overall" and dimension not in self.PARTS:
+            raise ValueError(f"unieval-altered dimension must be overall, {', '.join(self.PARTS)}; got {dimension!r}")
+        self.part = dimension
+        super().__init__(dimension="overall", task="dialogue", **kwargs)
+        self.aspect = {"content": "Informativeness", "grammar": "Fluency", "relevance": "Coherence"}.get(
+            dimension, "Overall_quality")
+
+    def dimensions_for(self, task: str, sample: Sample) -> list[str]:
+        return list(self.WEIGHTS) if self.part == "overall" else [self.PARTS[self.part]]
+
+    def combine(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        if self.part != "overall":
+            return values[self.PARTS[self.part]]
+        return sum(w * values[d] for d, w in self.WEIGHTS.items())
+
+    def signature(self) -> str:
+        return super().signature() + f"|altered={self.part}"
