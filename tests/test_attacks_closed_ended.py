@@ -78,3 +78,41 @@ def test_dstc7_count() -> None:
         assert noun in {"persons", "people"}
     assert dstc7_count("no count here", random.Random(0)) is None
     assert attacks.describe("dstc7-count")["family"] == "closed-ended"
+
+
+class FiveResponses:
+    name = "scripted"
+    calls = 0
+    cache_hits = 0
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=32, seed=0):
+        self.prompts = prompts
+        return [[self.text] for _ in prompts]
+
+
+def test_kdconv_adv_construction() -> None:
+    """Liu et al. §3.1 (KdConv-ADV): GPT-4 generates five candidates from the dialogue history,
+    "we intentionally alter key candidate information to be irrelevant or even false", and
+    "we select three candidates with the lowest BLEU scores compared to the reference"."""
+    s = Sample(id="k", task="dialogue", response="He was born in Tokyo in 1990.",
+               reference="He was born in Tokyo in 1990.",
+               context=("Where was Ken Sato born?", "Ken Sato was born in Tokyo, not in Osaka."))
+    gen = FiveResponses(" He was born in Tokyo.\n2. Tokyo, in 1990.\n3. I think he was born in Tokyo in 1990.\n"
+                        "4. Ken comes from Tokyo.\n5. He is not sure.")
+    a = attacks.load("kdconv-adv", generator=gen)
+    r = a.run(s)
+    assert "Dialogue history:\nWhere was Ken Sato born?" in gen.prompts[0] and "5 different" in gen.prompts[0]
+    kept = r.meta["kept"]
+    assert len(kept) == 3 and r.adversarial == kept[0] and r.outcome == "attacked"
+    import sacrebleu
+
+    bleu = [sacrebleu.sentence_bleu(k, [s.reference]).score for k in kept]
+    assert bleu == sorted(bleu)
+    # every kept candidate had its key fact falsified: Tokyo -> Osaka, 1990 shifted, or negated
+    assert all(("Tokyo" not in k) or ("1990" not in k and any(ch.isdigit() for ch in k)) or " not " in k
+               for k in kept)
+    with pytest.raises(ValueError, match="keep"):
+        attacks.load("kdconv-adv", generator=gen, keep=6)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
@@ -158,3 +158,81 @@ class DSTC7Count(Perturbation):
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         return dstc7_count(sample.response, rng)
+
+
+# -- KdConv-ADV (Liu et al. §3.1): LLM candidates with falsified key facts, lowest BLEU kept -----
+
+KDCONV_SOURCE = "Liu et al., Evaluate What You Can't Evaluate (KdConv-ADV), §3.1 and Table 1"
+
+
+@register_attack
+class KdConvADV(Perturbation):
+    """KdConv-ADV's closed-ended construction (Liu et al. §3.1): an LLM (any backend of
+    :mod:`robusteval.llm`: the local SmolLM2 or an OpenAI-compatible server) writes five
+    candidate responses to the dialogue history; each candidate's key fact is falsified (its
+    first entity / number / date swapped for another the response does not name, or shifted;
+    else the candidate is negated as in DSTC7-ADV); the ``keep`` (3) with the lowest sentence
+    BLEU against the reference response are kept. The paper keeps all three as test examples;
+    robusteval's row is the lowest-BLEU one and ``meta["kept"]`` lists the three."""
+
+    name: ClassVar[str] = "kdconv-adv"
+    family: ClassVar[str] = "closed-ended"
+    source: ClassVar[str] = KDCONV_SOURCE
+    direction: ClassVar[str] = "R-"
+    tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
+    targets: ClassVar[tuple[str, ...]] = _FactSwap.targets
+    keeps: ClassVar[tuple[str, ...]] = _FactSwap.keeps
+    needs_llm: ClassVar[bool] = True
+
+    def __init__(self, generator: Any = None, candidates: int = 5, keep: int = 3, temperature: float = 0.8,
+                 max_new_tokens: int = 200, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        if keep < 1 or candidates < keep:
+            raise ValueError(f"kdconv-adv needs 1 <= keep <= candidates, got keep={keep}, candidates={candidates}")
+        self._spec, self._generator = generator, None
+        self.n_candidates, self.keep = candidates, keep
+        self.temperature, self.max_new_tokens = temperature, max_new_tokens
+        self.last_kept: list[str] = []
+
+    @property
+    def generator(self) -> Any:
+        if self._generator is None:
+            from robusteval.llm import resolve_backend
+
+            self._generator = resolve_backend(self._spec)
+        return self._generator
+
+    def prompt(self, sample: Sample) -> str:
+        history = "\n".join(sample.context)
+        fact = f"Knowledge:\n{sample.fact}\n\n" if sample.fact else ""
+        return (f"{fact}Dialogue history:\n{history}\n\nWrite {self.n_candidates} different possible next "
+                "responses, one per line, numbered 1 to " + f"{self.n_candidates}.\n1.")
+
+    def falsify(self, sample: Sample, text: str, rng: random.Random) -> str | None:
+        return swap_mention(sample.with_response(text), None, rng, first=True, shift=True) or dstc7_negate(text)
+
+    def perturb(self, sample: Sample, rng: random.Random) -> str | None:
+        import sacrebleu
+
+        from robusteval.llm import call_with
+        from robusteval.llm.clean import clean_candidate
+
+        outs = call_with(self.generator.generate, [self.prompt(sample)], optional={"ids": [sample.id]}, n=1,
+                         temperature=self.temperature, max_new_tokens=self.max_new_tokens, seed=self.seed)[0]
+        if not outs:  # the backend fell back (a failed request it was told to tolerate)
+            return None
+        lines = [clean_candidate(line) for line in ("1." + outs[0]).splitlines()]
+        written = [c for c in dict.fromkeys(lines) if c][: self.n_candidates]
+        falsified = [f for f in (self.falsify(sample, c, rng) for c in written) if f]
+        if not falsified:
+            return None
+        reference = sample.reference or sample.response
+        bleu = {c: sacrebleu.sentence_bleu(c, [reference]).score for c in dict.fromkeys(falsified)}
+        self.last_kept = sorted(bleu, key=lambda c: (bleu[c], c))[: self.keep]
+        return self.last_kept[0]
+
+    def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> Any:
+        self.last_kept = []
+        result = super().run(sample, victim, budget)
+        result.meta["kept"] = list(self.last_kept)
+        return result
