@@ -222,3 +222,27 @@ def test_metric_aspect_is_a_property_of_the_metric() -> None:
     from robusteval.metrics.unieval import UNIEVAL_ASPECTS
 
     assert UNIEVAL_ASPECTS["consistency"] == "Faithfulness" and UNIEVAL_ASPECTS["fluency"] == "Fluency"
+
+
+def test_cells_humans_disagreed_on_leave_the_expectation_denominator() -> None:
+    """Hu et al. 2024, §5: S_T / S_F hold only cells with consistent human judgments, so an
+    R- repetition row against a Fluency victim (humans saw no effect) is not in the
+    expectation ASR's n, while the same row against a Grammaticality victim is."""
+    from robusteval.asr import asr
+
+    def row(sid: str, victim_aspect: str, after: float) -> AttackResult:
+        r = AttackResult("aspect-repetition-rule", "aspect", sid, "R-", "o", f"x{sid}", "low", victim_before=80.0,
+                         victim_after=after, meta={"aspect": "Fluency", "perturbation": "repetition"})
+        r.success = Criteria().judge(r, None, victim_aspect)
+        return r
+
+    fluency = [row("a", "Fluency", 85.0), row("b", "Fluency", 60.0)]
+    gram = [row("c", "Grammaticality", 85.0), row("d", "Grammaticality", 80.0)]
+    assert asr(fluency, "expectation")["n"] == 0
+    out = asr(gram, "expectation")
+    assert (out["successes"], out["n"]) == (1, 2)  # c moved by 5 (> 1 point): fooled; d did not move
+    assert asr([row("e", "Fluency", 85.0)], "expectation")["n"] == 0
+    every = Criteria(human_agreed_only=False)
+    r = row("f", "Fluency", 85.0)
+    r.success = every.judge(r, None, "Fluency")
+    assert asr([r], "expectation")["n"] == 1
