@@ -58,6 +58,8 @@ def test_fact_swap_never_repeats_a_name_the_response_already_has() -> None:
     ("he can see the dog", "he can not see the dog"),
     ("The man is sitting.", "The man is not sitting."),
     ("I don't know", None),
+    ("I can't go there.", None),  # already negated: never "can not't"
+    ("We met in May and he is here.", "We met in May and he is not here."),  # May the month
 ])
 def test_dstc7_negation(text: str, expected: str | None) -> None:
     """Liu et al. §3.2 (DSTC7-ADV): "we reverse the semantics of responses ... by negation
@@ -77,6 +79,9 @@ def test_dstc7_count() -> None:
         assert count in {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
         assert noun in {"persons", "people"}
     assert dstc7_count("no count here", random.Random(0)) is None
+    assert dstc7_count("the one I like", random.Random(0)) is None  # a pronoun, not a count
+    out = dstc7_count("In 2019 there were 3 cats", random.Random(0))
+    assert out.startswith("In 2019 there were ") and not out.endswith(" 3 cats")  # the year stays
     assert attacks.describe("dstc7-count")["family"] == "closed-ended"
 
 

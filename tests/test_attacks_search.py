@@ -183,6 +183,11 @@ def test_textfooler_constraints_same_pos_and_sentence_similarity() -> None:
     near, far = sim.similarities(words, [fine, ["purple", "seven", "gravel", "under", "quietly", *words[5:]]], 4)
     assert near > far and sim(words, [fine], 4) == [True]
     assert SentenceSimilarity(min_sim=0.999)(words, [fine], 4) == [False]
+    # TextAttack's threshold is on the angular scale: angular >= 0.8408 means cosine >= cos(0.5)
+    import math
+
+    cos_fine = float(sim.similarities(words, [fine], 4)[0])
+    assert sim(words, [fine], 4) == [cos_fine >= math.cos(0.5)]
     a = attacks.load("textfooler-pos", goal="score-move", delta=20)
     r = a.run(GOOD, CachedVictim(WordListMetric()))
     assert r.meta["constrained_out"] > 0  # WordNet offers off-POS / off-meaning swaps; they were dropped

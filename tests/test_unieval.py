@@ -148,6 +148,7 @@ def test_unieval_altered_weights(tiny_t5) -> None:
     want = 0.4 * dims["engagingness-nofact"][0] + 0.2 * dims["naturalness"][0] + 0.4 * dims["coherence"][0]
     assert dims["overall"][0] == pytest.approx(want)
     assert "groundedness" not in dims and "understandability" not in dims
+    assert "overall_without_fact" not in alt.report()["fallbacks"]  # by design, not a fallback
     assert alt.score([NOFACT])[0] == pytest.approx(min(100.0, 100 * want))
     grammar = load_metric("unieval-altered", model=str(tiny_t5), dimension="grammar")
     assert grammar.score_dimensions([NOFACT])["overall"][0] == pytest.approx(dims["naturalness"][0])

@@ -75,6 +75,8 @@ DSTC7_SOURCE = "Liu et al., Evaluate What You Can't Evaluate (DSTC7-ADV), §3.2 
 CONTRACTIONS = {"'s": " is", "'re": " are", "'m": " am"}
 NEGATABLE = ("can", "could", "will", "would", "should", "must", "is", "are", "was", "were", "am",
              "does", "do", "did", "has", "have", "had", "may", "might")
+NOT_COUNTED = frozenset({"i", "you", "he", "she", "we", "they", "it", "of", "that", "which", "who", "is", "was",
+                         "are", "were", "and", "or", "more", "another", "day", "time"})
 NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -90,9 +92,10 @@ def dstc7_negate(text: str) -> str | None:
     m = re.search(r"\b(only)\b", text, re.IGNORECASE)
     if m and m.start() == 0:
         return "Not o" + text[1:] if text[0] == "O" else "not " + text
-    pattern = r"\b(" + "|".join(NEGATABLE) + r")\b(?!\s*(?:not\b|n't))"
-    m = re.search(pattern, text, re.IGNORECASE)
-    if m:
+    pattern = r"\b(" + "|".join(NEGATABLE) + r")\b(?!\s*(?:not\b|n't|'t))"
+    for m in re.finditer(pattern, text, re.IGNORECASE):
+        if m.group(1) == "May" and m.start() > 0:  # the month, not the modal
+            continue
         return text[:m.end()] + " not" + text[m.end():]
     m = re.search(r"\b(\w+)('s|'re|'m)\b(?!\s*not\b)", text, re.IGNORECASE)
     if m and m.group(2).lower() in CONTRACTIONS:
@@ -104,9 +107,15 @@ def dstc7_count(text: str, rng: random.Random) -> str | None:
     """DSTC7-ADV's count change (Liu et al., Table 1: "one person" -> "two persons", "seven
     persons"): the first number word or digit becomes another count, and a singular noun right
     after "one" / "a single" is made plural. None when the text states no count."""
-    m = re.search(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|\d+|a single)\b(\s+)([A-Za-z]+)?",
-                  text, re.IGNORECASE)
-    if not m:
+    pattern = r"\b(one|two|three|four|five|six|seven|eight|nine|ten|\d+|a single)\b(\s+)([A-Za-z]+)?"
+    for m in re.finditer(pattern, text, re.IGNORECASE):
+        word, noun = m.group(1).lower(), (m.group(3) or "").lower()
+        if word.isdigit() and not 1 <= int(word) <= 10:
+            continue  # a year or a large number, not a count of things
+        if not noun or noun in NOT_COUNTED:
+            continue  # "the one I like", "one of them": no counted noun follows
+        break
+    else:
         return None
     old = m.group(1).lower()
     value = 1 if old in ("one", "a single") else (NUMBER_WORDS.index(old) + 1 if old in NUMBER_WORDS else int(old))

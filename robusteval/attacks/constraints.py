@@ -6,10 +6,11 @@ victim queries):
   its sentence (spaCy's coarse tags; a noun / verb swap is allowed, as TextAttack's
   TextFooler recipe does).
 * :class:`SentenceSimilarity` -- the text around the swap (a window of 15 words) must stay
-  close in meaning: cosine of mean-pooled **all-MiniLM-L6-v2** embeddings >= ``min_sim``.
-  TextFooler uses the Universal Sentence Encoder, which is not installable here; MiniLM
-  stands in for it. The default threshold, 0.840845057, is TextAttack's recipe value for USE
-  (TextFooler's 0.5 angular bound converted); it was not re-calibrated for MiniLM.
+  close in meaning: the angular similarity 1 - arccos(cos) / pi of mean-pooled
+  **all-MiniLM-L6-v2** embeddings >= ``min_sim``. TextFooler uses the Universal Sentence
+  Encoder, which is not installable here; MiniLM stands in for it. The default, 0.840845057,
+  is TextAttack's recipe value for USE on the same angular scale (cosine >= cos(0.5) = 0.878);
+  it was not re-calibrated for MiniLM.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ class SentenceSimilarity:
     name = "minilm-window-similarity"
 
     def __init__(self, min_sim: float = USE_THRESHOLD, window: int = WINDOW) -> None:
-        if not -1.0 <= min_sim <= 1.0:
-            raise ValueError(f"min_sim must be a cosine in [-1, 1], got {min_sim}")
+        if not 0.0 <= min_sim <= 1.0:
+            raise ValueError(f"min_sim must be an angular similarity in [0, 1], got {min_sim}")
         self.min_sim, self.window = float(min_sim), int(window)
 
     def span(self, words: Sequence[str], index: int) -> str:
@@ -98,4 +99,6 @@ class SentenceSimilarity:
         return vecs[1:] @ vecs[0]
 
     def __call__(self, original: Sequence[str], candidates: Sequence[Sequence[str]], index: int) -> list[bool]:
-        return [bool(s >= self.min_sim) for s in self.similarities(original, candidates, index)]
+        cos = np.clip(self.similarities(original, candidates, index), -1.0, 1.0)
+        angular = 1.0 - np.arccos(cos) / np.pi  # TextAttack's "angular" metric
+        return [bool(a >= self.min_sim) for a in angular]

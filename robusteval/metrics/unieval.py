@@ -122,6 +122,7 @@ class UniEval(Metric):
     """
 
     name: ClassVar[str] = "unieval"
+    factless_is_fallback: ClassVar[bool] = True  # unieval-altered asks the fact-free question by design
 
     def __init__(self, model: str | None = None, dimension: str = "overall", task: str | None = None,
                  max_length: int = 1024, batch_size: int = 8, device: str = "cpu",
@@ -212,7 +213,7 @@ class UniEval(Metric):
         result: dict[str, np.ndarray] = {}
         for (task, dims), idx in by_dims.items():
             group = [samples[i] for i in idx]
-            if self.dimension == "overall" and any(d.endswith("-nofact") for d in dims):
+            if self.dimension == "overall" and self.factless_is_fallback and any(d.endswith("-nofact") for d in dims):
                 self.fallbacks["overall_without_fact"] += len(group)
             values: dict[str, np.ndarray] = {}
             for dim in dims:
@@ -249,6 +250,7 @@ class UniEvalAltered(UniEval):
     ``content``, ``grammar`` or ``relevance``. Same checkpoint and options as ``unieval``."""
 
     name: ClassVar[str] = "unieval-altered"
+    factless_is_fallback: ClassVar[bool] = False
     tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
     PARTS: ClassVar[dict[str, str]] = {"content": "engagingness-nofact", "grammar": "naturalness",
                                        "relevance": "coherence"}
