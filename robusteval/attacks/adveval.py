@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from robusteval.attacks.base import Attack, AttackResult
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.registry import register_attack
+from robusteval.llm.backends import LazyBackend
 from robusteval.llm.clean import clean_candidate
 from robusteval.paths import resource
 from robusteval.types import Sample
@@ -51,16 +52,9 @@ class _AdvEval(Attack):
         self.criteria_text = criteria_text
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.criteria = criteria or Criteria()
-        self._generator: Any = None
         self._golds: dict[str, Any] = {}
 
-    @property
-    def generator(self) -> Any:
-        if self._generator is None:
-            from robusteval.llm import resolve_backend
-
-            self._generator = resolve_backend(self._generator_spec)
-        return self._generator
+    generator = LazyBackend("_generator_spec")
 
     def gold_for(self, task: str) -> Any:
         """The gold evaluator for ``task``. Default (AdvEval §3.4 and App. B): the LLM judge with

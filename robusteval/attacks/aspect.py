@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from robusteval.aspects import ASPECTS, TARGET, expected_affected, human_affected
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
+from robusteval.llm.backends import LazyBackend
 from robusteval.nlp import load_spacy, negate_clause, shift_numeric, split_sentences
 from robusteval.paths import resource
 from robusteval.types import Sample
@@ -355,16 +356,9 @@ class LLMPerturbation(_Aspect):
     def __init__(self, generator: Any = None, max_new_tokens: int = 200, seed: int = 0) -> None:
         super().__init__(seed=seed)
         self._spec = generator
-        self._generator: Any = None
         self.max_new_tokens = max_new_tokens
 
-    @property
-    def generator(self) -> Any:
-        if self._generator is None:
-            from robusteval.llm import resolve_backend
-
-            self._generator = resolve_backend(self._spec)
-        return self._generator
+    generator = LazyBackend("_spec")
 
     def prompt(self, sample: Sample) -> str:
         spec = SPEC["llm"][self.perturbation]

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
+from robusteval.llm.backends import LazyBackend
 from robusteval.nlp import LABELS, swap_mention
 from robusteval.types import Sample
 
@@ -137,33 +138,31 @@ def dstc7_count(text: str, rng: random.Random) -> str | None:
     return text[:m.start()] + new + m.group(2) + noun + text[m.end():]
 
 
-@register_attack
-class DSTC7Negation(Perturbation):
-    """Negate the response as DSTC7-ADV does ("only" -> "not only", "can" -> "can not", "is" ->
-    "is not"; Liu et al. §3.2, Table 1), so it contradicts the facts with high lexical overlap."""
-
-    name: ClassVar[str] = "dstc7-negation"
+class _DSTC7(Perturbation):
     family: ClassVar[str] = "closed-ended"
     source: ClassVar[str] = DSTC7_SOURCE
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = _FactSwap.targets
     keeps: ClassVar[tuple[str, ...]] = _FactSwap.keeps
+
+
+@register_attack
+class DSTC7Negation(_DSTC7):
+    """Negate the response as DSTC7-ADV does ("only" -> "not only", "can" -> "can not", "is" ->
+    "is not"; Liu et al. §3.2, Table 1), so it contradicts the facts with high lexical overlap."""
+
+    name: ClassVar[str] = "dstc7-negation"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         return dstc7_negate(sample.response)
 
 
 @register_attack
-class DSTC7Count(Perturbation):
+class DSTC7Count(_DSTC7):
     """Change the count the response states ("one person" -> "two persons"; Liu et al., DSTC7-ADV
     Table 1), so it contradicts the facts with high lexical overlap."""
 
     name: ClassVar[str] = "dstc7-count"
-    family: ClassVar[str] = "closed-ended"
-    source: ClassVar[str] = DSTC7_SOURCE
-    direction: ClassVar[str] = "R-"
-    targets: ClassVar[tuple[str, ...]] = _FactSwap.targets
-    keeps: ClassVar[tuple[str, ...]] = _FactSwap.keeps
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         return dstc7_count(sample.response, rng)
@@ -198,18 +197,12 @@ class KdConvADV(Perturbation):
         super().__init__(seed=seed)
         if keep < 1 or candidates < keep:
             raise ValueError(f"kdconv-adv needs 1 <= keep <= candidates, got keep={keep}, candidates={candidates}")
-        self._spec, self._generator = generator, None
+        self._spec = generator
         self.n_candidates, self.keep = candidates, keep
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.last_kept: list[str] = []
 
-    @property
-    def generator(self) -> Any:
-        if self._generator is None:
-            from robusteval.llm import resolve_backend
-
-            self._generator = resolve_backend(self._spec)
-        return self._generator
+    generator = LazyBackend("_spec")
 
     def prompt(self, sample: Sample) -> str:
         history = "\n".join(sample.context)

@@ -197,3 +197,23 @@ def resolve_backend(spec: Any) -> LLMBackend:
     if key not in _SHARED:
         _SHARED[key] = load_backend(key)
     return _SHARED[key]
+
+
+class LazyBackend:
+    """A class attribute that resolves an instance's backend spec (the attribute named
+    ``spec_attr``) with :func:`resolve_backend` on first use and keeps it: the one lazy
+    "generator" of every LLM-driven attack (AdvEval, the aspect rewrites, KdConv-ADV)."""
+
+    def __init__(self, spec_attr: str) -> None:
+        self.spec_attr = spec_attr
+        self.cache = "_lazy_backend"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.cache = f"_{name}_backend"
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        if getattr(obj, self.cache, None) is None:
+            setattr(obj, self.cache, resolve_backend(getattr(obj, self.spec_attr)))
+        return getattr(obj, self.cache)
