@@ -18,6 +18,7 @@ from robusteval.aspects import (
 from robusteval.attacks.base import AttackResult
 from robusteval.attacks.criteria import Criteria
 from robusteval.errors import RobustevalError
+from robusteval.nlp import split_sentences
 
 TEXT = ("The mayor opened the new bridge in Paris on Monday. Critics said it was too expensive. "
         "The city paid 5 million dollars for it.")
@@ -132,13 +133,18 @@ def test_sentence_level_perturbations_properties() -> None:
     con = attacks.load("aspect-improper-connective-rule").run(S).adversarial
     assert any(w in con for w in ("However,", "Nevertheless,", "Therefore,", "Thus,", "As a result,",
                                   "Consequently,", "On the contrary,", "In contrast,"))
+    # Hu et al. Table 2's example misspells two words and swaps one word pair in every sentence
     sp = attacks.load("aspect-spelling-mistake").run(S).adversarial
-    diff = [(a, b) for a, b in zip(TEXT.split(), sp.split(), strict=True) if a != b]
-    assert len(diff) == 1
-    old, new = diff[0]
-    assert sorted(old) == sorted(new) or len(new) == len(old) - 1  # two letters swapped, or one dropped
+    assert len(sp.split()) == len(TEXT.split())
+    for clean, typo in zip(sents, split_sentences(sp), strict=True):
+        diff = [(a, b) for a, b in zip(clean.split(), typo.split(), strict=True) if a != b]
+        assert 1 <= len(diff) <= 2
+        for old, new in diff:  # a doubled letter, a dropped letter or two swapped neighbours
+            assert (sorted(old) == sorted(new) and len(old) == len(new)) or abs(len(new) - len(old)) == 1
+    assert attacks.load("aspect-spelling-mistake", per_sentence=1).run(S).adversarial != sp
     we = attacks.load("aspect-word-exchange").run(S).adversarial
-    assert sorted(we.split()) == sorted(TEXT.split()) and we != TEXT
+    for clean, swapped in zip(sents, split_sentences(we), strict=True):
+        assert sorted(swapped.split()) == sorted(clean.split()) and swapped != clean
 
 
 def test_negation_both_ways() -> None:

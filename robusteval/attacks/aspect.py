@@ -118,40 +118,69 @@ class SentenceExchange(_Aspect):
 
 @register_attack
 class WordExchange(_Aspect):
-    """Swap two adjacent words (Hu et al. 2024, Table 2, Grammaticality; rule-based per App. B)."""
+    """Swap two adjacent words in every sentence (Hu et al. 2024, Table 2, Grammaticality;
+    rule-based per App. B). Table 2's example swaps one pair per sentence ("buy a and tablet",
+    "brands other", "work after"); the rule itself is in the authors' code, which is not
+    available, so this is robusteval's reading of the example."""
 
     name: ClassVar[str] = "aspect-word-exchange"
     perturbation: ClassVar[str] = "word-exchange"
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        words = sample.response.split()
-        pairs = [i for i in range(len(words) - 1)
-                 if words[i].isalpha() and words[i + 1].isalpha() and words[i].lower() != words[i + 1].lower()]
-        if not pairs:
-            return None
-        i = rng.choice(pairs)
-        words[i], words[i + 1] = words[i + 1], words[i]
-        return " ".join(words)
+        out, changed = [], False
+        for sent in _sentences(sample):
+            words = sent.split()
+            pairs = [i for i in range(len(words) - 1)
+                     if words[i].isalpha() and words[i + 1].isalpha() and words[i].lower() != words[i + 1].lower()]
+            if pairs:
+                i = rng.choice(pairs)
+                words[i], words[i + 1] = words[i + 1], words[i]
+                changed = True
+            out.append(" ".join(words))
+        return " ".join(out) if changed else None
+
+
+SPELLING_PER_SENTENCE = 2  # Hu et al. Table 2's example: two misspelt words in each of its sentences
+
+
+def misspell(word: str, rng: random.Random) -> str:
+    """One typo of the kinds in Hu et al.'s Table 2 example: a doubled letter ("wantts",
+    "wwill"), a dropped letter ("kno", "othe", "cheapr") or two swapped neighbours ("atfer")."""
+    j = rng.randrange(len(word) - 1)
+    kind = rng.choice(("double", "drop", "swap"))
+    if kind == "swap" and word[j] != word[j + 1]:
+        return word[:j] + word[j + 1] + word[j] + word[j + 2:]
+    if kind == "drop" or kind == "swap":
+        return word[:j + 1] + word[j + 2:] if len(word) > 3 else word[:j] + word[j] * 2 + word[j + 1:]
+    return word[:j] + word[j] * 2 + word[j + 1:]
 
 
 @register_attack
 class SpellingMistake(_Aspect):
-    """Misspell one word: swap two inner letters, or drop one when they are equal (Hu et al.
-    2024, Table 2, Grammaticality; rule-based per App. B)."""
+    """Misspell words in every sentence (Hu et al. 2024, Table 2, Grammaticality; rule-based per
+    App. B): up to ``per_sentence`` (2, as Table 2's example) alphabetic words of three or more
+    letters per sentence get one typo each (:func:`misspell`). The authors' rule is in code that
+    is not available; the rate and the kinds of typo are read from the example."""
 
     name: ClassVar[str] = "aspect-spelling-mistake"
     perturbation: ClassVar[str] = "spelling-mistake"
 
+    def __init__(self, per_sentence: int = SPELLING_PER_SENTENCE, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        if int(per_sentence) < 1:
+            raise ValueError(f"per_sentence must be at least 1, got {per_sentence}")
+        self.per_sentence = int(per_sentence)
+
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        words = sample.response.split()
-        idx = [i for i, w in enumerate(words) if w.isalpha() and len(w) >= 4]
-        if not idx:
-            return None
-        i = rng.choice(idx)
-        w = words[i]
-        j = rng.randrange(1, len(w) - 2)
-        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:] if w[j] != w[j + 1] else w[:j] + w[j + 1:]
-        return " ".join(words)
+        out, changed = [], False
+        for sent in _sentences(sample):
+            words = sent.split()
+            idx = [i for i, w in enumerate(words) if w.isalpha() and len(w) >= 3]
+            for i in rng.sample(idx, min(self.per_sentence, len(idx))):
+                words[i] = misspell(words[i], rng)
+                changed = True
+            out.append(" ".join(words))
+        return " ".join(out) if changed else None
 
 
 @register_attack
