@@ -42,11 +42,22 @@ def test_broken_string_algorithm_exact() -> None:
 
 
 def test_broken_sentence_oracle_uses_reference_words() -> None:
-    # bag = reference words minus stop words; this sample's salient runs are 2 words long,
-    # so C = 3 finds none and the paper's C = 2 variant takes them
-    assert attacks.load("broken-sentence").run(sample()).outcome == "skipped"
+    """The oracle bag is the paper's target b(1, s_ref) (Eq. 4-5): every reference word, stop
+    words included, so "old town with" is a salient run of three; C = 3 stops after it, the
+    paper's C = 2 variant goes on with the two-word runs."""
+    assert attacks.load("broken-sentence").run(sample()).adversarial == "old town with"
     adv = attacks.load("broken-sentence-c2").run(sample()).adversarial
-    assert adv == "Springfield opened new bridge old town"
+    assert adv == "old town with Springfield opened new bridge"
+
+
+def test_broken_string_bag_difference_keeps_counts() -> None:
+    """Algorithm 1's "W <- W - c" is a bag difference: a word the reference uses twice may be
+    taken twice; a set bag takes it once."""
+    from collections import Counter
+
+    assert broken_string("x y a x y", Counter({"x": 2, "y": 2}), min_run=2) == "x y x y"
+    assert broken_string("x y a x y", {"x", "y"}, min_run=2) == "x y"
+    assert broken_string("x y a x y", Counter({"x": 2, "y": 1}), min_run=2) == "x y"
 
 
 class TriggerLovingMetric(Metric):
@@ -117,9 +128,9 @@ def test_trigger_broken_hides_the_broken_text_past_512_tokens() -> None:
     a = attacks.load("trigger-broken", trigger="!?", min_run=2)
     adv = a.run(sample()).adversarial
     trigger, broken = adv.split(" ", 1)
-    assert len(trigger) >= 513 and set(trigger) == {"!", "?"} and broken == "Springfield opened new bridge old town"
+    assert len(trigger) >= 513 and set(trigger) == {"!", "?"} and broken == "old town with Springfield opened new bridge"
     once = attacks.load("trigger-broken", trigger="!?", min_run=2, pad_to=0).run(sample()).adversarial
-    assert once == "!? Springfield opened new bridge old town"
+    assert once == "!? old town with Springfield opened new bridge"
 
 
 def test_system_level_success() -> None:

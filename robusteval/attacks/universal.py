@@ -12,7 +12,9 @@ Attacks on Summarization Scoring", BlackboxNLP; §4-§5, Tables 1-2).
   repeatedly take the longest run of consecutive source tokens that are all still in the bag
   and remove its words from the bag, until the longest run is shorter than C = 3
   (``broken-sentence-c2``: the paper's alternative C = 2, Tables 2 and 4). ``oracle`` mode
-  takes the bag from the reference itself (an upper bound);
+  takes the bag from the references themselves -- the paper's target b(1, s_ref), every
+  word with its count, stop words included (an upper bound on its tagger;
+  ``oracle_references="first"``: from the main reference alone, the one Mu & Lim score against);
   ``predicted`` takes the ``bag_size`` (30) words the salient-word tagger ranks highest.
 * ``trigger-broken``: the fitted GA trigger followed by the broken string.
 
@@ -23,7 +25,8 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -215,11 +218,11 @@ def _norm(token: str) -> str:
     return "".join(ch for ch in token.lower() if ch.isalnum())
 
 
-def _longest_run(norms: Sequence[str], bag: set[str]) -> tuple[int, int]:
-    """(start, end) of the longest run of consecutive tokens in ``bag`` (earliest on ties)."""
+def _longest_run(norms: Sequence[str], bag: Mapping[str, int]) -> tuple[int, int]:
+    """(start, end) of the longest run of consecutive tokens still in ``bag`` (earliest on ties)."""
     best, start = (0, 0), None
     for i, tok in enumerate([*norms, ""]):
-        inside = bool(tok) and tok in bag
+        inside = bool(tok) and bag.get(tok, 0) > 0
         if inside and start is None:
             start = i
         elif not inside and start is not None:
@@ -229,24 +232,27 @@ def _longest_run(norms: Sequence[str], bag: set[str]) -> tuple[int, int]:
     return best
 
 
-def broken_string(source: str, bag: set[str], min_run: int = 3) -> str | None:
+def broken_string(source: str, bag: Iterable[str] | Mapping[str, int], min_run: int = 3) -> str | None:
     """Algorithm 1 of Mu & Lim (§3.2): while salient words remain, take the longest run of
     consecutive source tokens that are all still in the bag; stop when it is shorter than
     ``min_run`` (the paper's C = 3; C = 2 is its alternative version, Tables 2 and 4); else
-    append it to the output and remove its words from the bag. Runs are concatenated in the
-    order they are taken (longest first). None when no run reaches ``min_run``."""
+    append it to the output and take its words out of the bag ("W <- W - c", a bag
+    difference: a word the bag holds twice can be used twice). ``bag``: normalized word ->
+    count (the paper's b(1, s_ref), Eq. 4), or a set (each word once). Runs are concatenated in
+    the order they are taken (longest first). None when no run reaches ``min_run``."""
     if min_run < 1:
         raise ValueError(f"min_run (C) must be at least 1, got {min_run}")
     tokens = source.split()
     norms = [_norm(t) for t in tokens]
-    remaining = set(bag)
+    remaining = Counter(bag) if isinstance(bag, Mapping) else Counter(set(bag))
     out: list[str] = []
-    while remaining:
+    while +remaining:
         a, b = _longest_run(norms, remaining)
         if b - a < min_run:
             break
         out.extend(tokens[a:b])
-        remaining -= set(norms[a:b])
+        remaining.subtract(norms[a:b])
+        remaining = +remaining  # drop words used up
     return " ".join(out) if out else None
 
 
@@ -259,11 +265,14 @@ class BrokenSentence(_Universal):
     default_min_run: ClassVar[int] = 3
 
     def __init__(self, min_run: int | None = None, bag: str = "oracle", classifier: str | None = None,
-                 bag_size: int | None = 30, seed: int = 0) -> None:
+                 bag_size: int | None = 30, seed: int = 0, oracle_references: str = "all") -> None:
         super().__init__(seed=seed)
         self.bag_size = bag_size
         if bag not in ("oracle", "predicted"):
             raise ValueError("bag must be 'oracle' or 'predicted'")
+        if oracle_references not in ("all", "first"):
+            raise ValueError("oracle_references must be 'all' (every reference) or 'first' (the main one)")
+        self.oracle_references = oracle_references
         if bag == "predicted" and not classifier:
             raise ValueError("bag='predicted' needs classifier=<folder written by train_salient>")
         self.min_run = self.default_min_run if min_run is None else int(min_run)
@@ -273,17 +282,21 @@ class BrokenSentence(_Universal):
         self._classifier_path = classifier
         self._predictor: Any = None
 
-    def salient(self, sample: Sample) -> set[str]:
+    def salient(self, sample: Sample) -> set[str] | Counter[str]:
         if self.bag == "predicted":
             if self._predictor is None:
                 from robusteval.attacks.salient import SalientPredictor
 
                 self._predictor = SalientPredictor(str(self._classifier_path))
             return self._predictor.bag(sample.source_text(), top_k=self.bag_size)
-        from spacy.lang.en.stop_words import STOP_WORDS
-
-        words = {_norm(w) for r in sample.all_references() for w in r.split()}
-        return {w for w in words if w and w not in STOP_WORDS}
+        refs = sample.all_references()
+        if self.oracle_references == "first":
+            return Counter(w for w in map(_norm, refs[0].split()) if w) if refs else Counter()
+        # several references: each word as often as the reference that uses it most
+        bag: Counter[str] = Counter()
+        for r in refs:
+            bag |= Counter(w for w in map(_norm, r.split()) if w)
+        return bag
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         return broken_string(sample.source_text(), self.salient(sample), self.min_run)
@@ -310,8 +323,9 @@ class TriggerBroken(BrokenSentence):
 
     def __init__(self, min_run: int | None = None, bag: str = "oracle", classifier: str | None = None,
                  bag_size: int | None = 30, trigger: str | None = None, pad_to: int = 513, seed: int = 0,
-                 **ga: Any) -> None:
-        super().__init__(min_run=min_run, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed)
+                 oracle_references: str = "all", **ga: Any) -> None:
+        super().__init__(min_run=min_run, bag=bag, classifier=classifier, bag_size=bag_size, seed=seed,
+                         oracle_references=oracle_references)
         self.ga = GATrigger(trigger=trigger, seed=seed, **ga)
         self.pad_to = int(pad_to)
 
