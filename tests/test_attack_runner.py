@@ -115,3 +115,38 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(tmp_path) -> No
     a = {x["key"]: {k: v for k, v in x.items() if k not in strip} for x in lines}
     b = {x["key"]: {k: v for k, v in x.items() if k not in strip} for x in fresh}
     assert a == b
+
+
+class CountingGold(Metric):
+    """Test gold: remembers every text it had to score."""
+
+    name = "counting-gold"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def _score(self, samples):
+        self.seen.extend(s.response for s in samples)
+        return np.full(len(samples), 80.0)
+
+
+def test_one_gold_cache_serves_every_victim_of_a_command(tmp_path) -> None:
+    """The gold's rating of a text does not depend on the victim: with a shared CachedVictim
+    (what ``robusteval attack`` passes) a second victim re-asks the gold nothing, and the rows
+    still record the gold's real scores and identity."""
+    samples = make_samples(3)
+    chosen = attacks.select("aspect-word-exchange,aspect-sentence-deletion", 0)
+    metric = CountingGold()
+    gold = CachedVictim(metric)
+    run_attacks(samples, chosen, LengthMetric(), tmp_path / "a.jsonl", gold_metric=gold, progress=False)
+    first = len(metric.seen)
+    assert first > 0 and len(set(metric.seen)) == first  # each text once
+    log = run_attacks(samples, chosen, LengthMetric(delay=0.0), tmp_path / "b.jsonl", gold_metric=gold,
+                      progress=False)
+    assert len(metric.seen) == first
+    rows = [r for r in read_jsonl(tmp_path / "b.jsonl") if "key" in r]
+    assert len(rows) == 6 and all(r["gold_before"] == 80.0 for r in rows)
+    assert all(r["key"] in log for r in rows)
+    # the run's fingerprint names the gold metric itself, not the cache wrapped around it
+    assert "counting-gold" in (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()[0]

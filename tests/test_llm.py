@@ -228,3 +228,19 @@ def test_minimal_backends_work_and_are_reported() -> None:
 
     assert call_with(flexible, ["p"], optional={"ids": ["a"]}, n=2) == {"ids": ["a"], "n": 2}
     assert call_with(strict, ["p"], optional={"ids": ["a"], "on_error": "raise"}, n=3) == 3
+
+
+def test_local_backend_samples_n_answers_per_prompt_in_one_call(tiny_lm) -> None:
+    """n sampled answers come from one generate call per batch (the prompt is encoded once),
+    are reproducible for a seed, differ across seeds, and greedy decoding repeats its one answer."""
+    from robusteval.llm.backends import LocalCausalLM
+
+    llm = LocalCausalLM(model=str(tiny_lm), batch_size=4)
+    prompts = ["the cat sat on", "a dog ran to the", "hello"]
+    a = llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=3)
+    assert llm.calls == 1 and [len(x) for x in a] == [5, 5, 5]
+    assert llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=3) == a
+    assert llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=4) != a
+    assert len({t for x in a for t in x}) > 3  # sampled, not one answer repeated
+    g = llm.generate(prompts, n=3, temperature=0.0, max_new_tokens=6)
+    assert all(len(x) == 3 and len(set(x)) == 1 for x in g)

@@ -142,9 +142,12 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     criteria = criteria or Criteria()
     aspect_of_victim = metric_aspect(victim_metric)
     victim = CachedVictim(victim_metric)
-    gold = CachedVictim(gold_metric) if gold_metric is not None else None
+    # a CachedVictim passed as the gold is used as is: one attack command with several victims
+    # shares it, so the gold judges each (sample, text) once across victims
+    gold = gold_metric if isinstance(gold_metric, CachedVictim) or gold_metric is None else CachedVictim(gold_metric)
     victim_repro = metric_identity(victim_metric)
-    fp = run_fingerprint(victim=victim_repro, gold=metric_identity(gold_metric) if gold_metric is not None else None,
+    gold_identity = metric_identity(gold.metric) if gold is not None else None
+    fp = run_fingerprint(victim=victim_repro, gold=gold_identity,
                          attacks=[attack_identity(a) for a in attacks], budget=budget,
                          criteria=criteria.describe(), dataset=dataset, samples=samples_digest(samples),
                          fit_size=fit_size, fit_on=[s.id for s in fit_on] if fit_on is not None else None,

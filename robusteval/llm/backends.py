@@ -106,21 +106,21 @@ class LocalCausalLM:
         out: list[list[str]] = [[] for _ in prompts]
         for idx in self._batches(prompts):
             enc = self._encode([prompts[i] for i in idx])
-            for k in range(n):
-                torch.manual_seed(seed * 1_000_003 + idx[0] * 101 + k)
-                kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens,
-                                          "pad_token_id": self.tokenizer.pad_token_id}
-                if temperature > 0:
-                    kwargs.update(do_sample=True, temperature=temperature, top_p=1.0)
-                else:
-                    kwargs.update(do_sample=False)
-                with torch.no_grad():
-                    gen = self.model.generate(**enc, **kwargs)
-                self.calls += 1
-                texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:],
-                                                    skip_special_tokens=True)
-                for i, t in zip(idx, texts, strict=True):
-                    out[i].append(t.strip())
+            torch.manual_seed(seed * 1_000_003 + idx[0] * 101)
+            kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+            if temperature > 0:
+                # the n samples of a prompt in one call: its prompt is encoded once, not n times
+                kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, num_return_sequences=n)
+            else:
+                kwargs.update(do_sample=False)  # greedy: the n answers are one answer
+            with torch.no_grad():
+                gen = self.model.generate(**enc, **kwargs)
+            self.calls += 1
+            texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            per = n if temperature > 0 else 1
+            for j, i in enumerate(idx):
+                got = [t.strip() for t in texts[j * per:(j + 1) * per]]
+                out[i].extend(got if per == n else got * n)
         return out
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str], *,
