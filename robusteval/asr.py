@@ -24,7 +24,7 @@ import numpy as np
 
 from robusteval.attacks.base import ResultRow
 from robusteval.attacks.criteria import CRITERIA, PRIMARY
-from robusteval.stats import proportion
+from robusteval.stats import mean_ci, proportion
 
 ASR_NAMES = ("successes", "asr")
 
@@ -132,9 +132,20 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
         entry["mean_before"] = float(np.mean([r.victim_before for r in used])) if used else None
         entry["mean_after"] = float(np.mean([r.victim_after for r in used if r.victim_after is not None])) \
             if any(r.victim_after is not None for r in used) else None
+        entry["mean_drop"] = mean_drop(used)
         entry["model_calls"] = int(sum(r.model_calls for r in group))
         entry["cache_hits"] = int(sum(r.cache_hits for r in group))
     return table
+
+
+def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
+    """The paired mean of ``victim_before - victim_after`` over counted rows whose attack
+    produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
+    context): how far the attack moves the victim's score, Hu et al.'s Table 21 statistic
+    (2024, App. D.1) on robusteval's 0-100 scale. Positive: the score fell."""
+    used = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
+    return mean_ci([float(r.victim_before) - float(r.victim_after) for r in used],  # type: ignore[arg-type]
+                   [r.context_id or r.sample_id for r in used])
 
 
 def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:

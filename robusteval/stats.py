@@ -5,8 +5,10 @@
   contexts) when several trials share one, since rows of the same context are not independent.
   Attack success rates (:mod:`robusteval.asr`), false-positive and detection rates
   (:func:`flag_rate`) and the guard's flagged share all go through it.
-* :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap
-  and the correlation bootstrap of :mod:`robusteval.metaeval`.
+* :func:`mean_ci` — a mean (e.g. the paired score drop an attack causes, Hu et al.'s Table 21
+  statistic) with a percentile bootstrap interval over clusters.
+* :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap,
+  the mean bootstrap and the correlation bootstrap of :mod:`robusteval.metaeval`.
 
 Wilson (1927) is used rather than the normal ("Wald") interval because it stays inside [0, 1]
 and keeps close to its nominal coverage at the small n (8-30 per family) of our tables.
@@ -84,6 +86,28 @@ def proportion(verdicts: Sequence[bool], clusters: Sequence[Hashable] | None = N
     assert ci is not None
     return {kk: k, "n": n, rk: round(k / n, digits), "ci": [round(ci[0], digits), round(ci[1], digits)],
             "ci_method": method}
+
+
+def mean_ci(values: Sequence[float], clusters: Sequence[Hashable] | None = None, n_boot: int = 1000,
+            seed: int = 0, digits: int = 6) -> dict[str, Any]:
+    """``{mean, n, ci, ci_method}``: the mean of ``values`` and its 95 % percentile bootstrap
+    interval, resampling whole ``clusters`` (default: every value its own). ``mean`` and ``ci``
+    are None when n == 0, and ``ci`` is None for a single value (no spread to resample)."""
+    v = np.asarray([float(x) for x in values], dtype=float)
+    n = len(v)
+    if n == 0:
+        return {"mean": None, "n": 0, "ci": None, "ci_method": None}
+    if not np.all(np.isfinite(v)):
+        raise ValueError("mean_ci: every value must be a finite number")
+    labels = list(clusters) if clusters is not None else list(range(n))
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} cluster labels for {n} values")
+    if len(set(labels)) < 2:
+        return {"mean": round(float(v.mean()), digits), "n": n, "ci": None, "ci_method": None}
+    draws = [float(v[idx].mean()) for idx in cluster_bootstrap_indices(labels, n_boot, seed)]
+    return {"mean": round(float(v.mean()), digits), "n": n,
+            "ci": [round(float(np.percentile(draws, 2.5)), digits), round(float(np.percentile(draws, 97.5)), digits)],
+            "ci_method": "cluster-bootstrap" if len(set(labels)) < n else "bootstrap"}
 
 
 def flag_rate(flags: Sequence[bool] | np.ndarray, clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:

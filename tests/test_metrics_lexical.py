@@ -301,3 +301,24 @@ def test_signatures_name_the_tokenizers() -> None:
         assert "tok=unicode-v1(" in metrics.load(name).reproducibility()
     assert "tok=unicode-v1-punct(" in metrics.load("meteor").reproducibility()
     assert "tokenize=auto" in metrics.load("bleu").reproducibility()
+
+
+def test_bleu_ngram_orders_and_chrf_plus_plus_match_sacrebleu() -> None:
+    """Liu et al. (003, Table 6) report BLEU-1 ... BLEU-4 and chrF++: ``max_ngram_order`` and
+    ``word_order`` pass through to sacrebleu and enter the signature (sacrebleu's own BLEU
+    signature leaves the order out, so two orders would otherwise look like one run)."""
+    import sacrebleu
+
+    for order in (1, 2, 3, 4):
+        want = sacrebleu.BLEU(effective_order=True, max_ngram_order=order).sentence_score(HYP, [REF]).score
+        m = metrics.load("bleu", max_ngram_order=order)
+        assert m.score([sample()])[0] == pytest.approx(want)
+        assert f"max_ngram_order={order}" in m.signature()
+    assert metrics.load("bleu", max_ngram_order=1).score([sample()])[0] == pytest.approx(500 / 6)  # 5 of 6 unigrams
+    plus = sacrebleu.CHRF(word_order=2).sentence_score(HYP, [REF]).score
+    assert metrics.load("chrf", word_order=2).score([sample()])[0] == pytest.approx(plus)
+    assert plus != pytest.approx(sacrebleu.CHRF().sentence_score(HYP, [REF]).score)
+    with pytest.raises(ValueError, match="max_ngram_order"):
+        metrics.load("bleu", max_ngram_order=5)
+    with pytest.raises(ValueError, match="word_order"):
+        metrics.load("chrf", word_order=3)

@@ -68,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.asr import summarize, summary_markdown
     from robusteval.attacks.criteria import Criteria
     from robusteval.attacks.runner import result_key, run_attacks
+    from robusteval.attacks.victim import CachedVictim
     from robusteval.data.preprocess import preprocess
-    from robusteval.data.select import select
+    from robusteval.data.select import select, with_reference
     from robusteval.results import metric_identity, sum_counters
 
     cfg = load_config(args.config)
@@ -85,12 +86,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = attacks.select(spec, seed, cfg.get("attack_options"))
     everything = data.load(dataset, args.data_dir or cfg.get("data_dir"))
     samples = select(everything, cfg.get("select", "all"), cfg.get("select_aspect"))
-    samples = preprocess(samples, cfg.get("preprocess"))
+    samples = with_reference(preprocess(samples, cfg.get("preprocess")), cfg.get("reference"))
     limit = args.limit if args.limit is not None else cfg.get("limit")
     samples = samples[:limit] if limit is not None else samples
     criteria = Criteria.from_config(cfg.get("criteria"))
     gold_cfg = cfg.get("gold")
-    gold = metrics.load(gold_cfg["name"], **(gold_cfg.get("options") or {})) if gold_cfg else None
+    # one cache for every victim of this command: the gold's rating of a text does not depend on the victim
+    gold = CachedVictim(metrics.load(gold_cfg["name"], **(gold_cfg.get("options") or {}))) if gold_cfg else None
     root = Path(args.out_dir)
     for v in victims:
         options = v.get("options") or {}
@@ -105,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                               "guard": v.get("guard"), "attack_spec": spec, "seed": seed, "limit": limit,
                               "selection": [cfg.get("select", "all"), cfg.get("select_aspect")],
                               "preprocess": cfg.get("preprocess", "none"),
+                              "reference": cfg.get("reference", "dataset"),
                               "attack_options": cfg.get("attack_options")})
         keys = {result_key(a.name, s.id) for s in samples for a in chosen}
         rows = [r for r in log if r["key"] in keys]  # this run's rows (the log holds no other run's)

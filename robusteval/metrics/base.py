@@ -30,7 +30,7 @@ from robusteval.text import check_sample_text, is_blank
 from robusteval.types import TASKS, Sample
 
 ON_EMPTY = ("error", "floor")
-AGAINST = ("reference", "context", "last_turn", "fact")
+AGAINST = ("reference", "first_reference", "context", "last_turn", "fact")
 
 
 class Metric(ABC):
@@ -110,9 +110,11 @@ class Metric(ABC):
 class PairMetric(Metric):
     """A metric comparing the response with one or more texts of the sample.
 
-    ``against`` picks them: ``reference`` (all references, best score kept), ``context``
-    (the whole context), ``last_turn`` (the last context element) or ``fact``. Anything but
-    ``reference`` turns the metric into a reference-free proxy and shows in
+    ``against`` picks them: ``reference`` (all references, best score kept),
+    ``first_reference`` (the dataset's main reference alone, e.g. SummEval's original CNN/DM
+    highlight: the single-reference scoring of Mu & Lim's Table 2), ``context`` (the whole
+    context), ``last_turn`` (the last context element) or ``fact``. ``context``,
+    ``last_turn`` and ``fact`` turn the metric into a reference-free proxy; every choice shows in
     :meth:`reproducibility`.
     """
 
@@ -127,6 +129,8 @@ class PairMetric(Metric):
     def targets(self, sample: Sample) -> tuple[str, ...]:
         if self.against == "reference":
             refs = tuple(r for r in sample.all_references() if not is_blank(r))
+        elif self.against == "first_reference":
+            refs = tuple(r for r in sample.all_references()[:1] if not is_blank(r))
         elif self.against == "context":
             refs = (sample.source_text(),) if not is_blank(sample.source_text()) else ()
         elif self.against == "last_turn":
@@ -137,7 +141,7 @@ class PairMetric(Metric):
 
     def check_sample(self, sample: Sample) -> None:
         if not self.targets(sample):
-            field = "reference" if self.against == "reference" else self.against
+            field = "reference" if self.against in ("reference", "first_reference") else self.against
             raise InputError(sample.id, field, f"{self.name} needs a non-empty {field} "
                              f"(against={self.against!r})")
 

@@ -91,13 +91,17 @@ class BLEU(PairMetric):
 
     name: ClassVar[str] = "bleu"
 
-    def __init__(self, tokenize: str = "auto", **kwargs: Any) -> None:
+    def __init__(self, tokenize: str = "auto", max_ngram_order: int = 4, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         import sacrebleu
 
+        if int(max_ngram_order) not in (1, 2, 3, 4):
+            raise ValueError(f"max_ngram_order must be 1-4 (BLEU-1 ... BLEU-4), got {max_ngram_order!r}")
         self.tokenize = tokenize
+        self.max_ngram_order = int(max_ngram_order)
         names = _AUTO_TOKENIZERS if tokenize == "auto" else (tokenize,)
-        self._bleus = {n: sacrebleu.BLEU(effective_order=True, tokenize=n) for n in names}
+        self._bleus = {n: sacrebleu.BLEU(effective_order=True, tokenize=n, max_ngram_order=self.max_ngram_order)
+                       for n in names}
         self._version = sacrebleu.__version__
         self._chosen: Counter[str] = Counter()
 
@@ -125,7 +129,9 @@ class BLEU(PairMetric):
         sig = next((x for x in sigs if "refs unknown" not in x), sigs[0])  # one that has scored
         if self.tokenize == "auto":
             sig = re.sub(r"tok:[^|]+", "tok:auto(13a/zh:Han/char:other-unspaced-scripts)", sig)
-        return f"{super().signature()}|tokenize={self.tokenize}|{sig}|sacrebleu={self._version}"
+        # sacrebleu's own BLEU signature leaves the n-gram order out
+        return (f"{super().signature()}|tokenize={self.tokenize}|max_ngram_order={self.max_ngram_order}|{sig}"
+                f"|sacrebleu={self._version}")
 
     def report(self) -> dict[str, Any]:
         """The base counters plus, with ``tokenize="auto"``, how many samples each tokenizer scored."""
@@ -137,15 +143,18 @@ class BLEU(PairMetric):
 
 @register_metric("chrf", family="lexical", source="Popović 2015", reference=True)
 class ChrF(PairMetric):
-    """Sentence-level chrF (sacrebleu), 0-100."""
+    """Sentence-level chrF (sacrebleu), 0-100; ``word_order=2`` is chrF++ (Popović 2017)."""
 
     name: ClassVar[str] = "chrf"
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, word_order: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         import sacrebleu
 
-        self._chrf = sacrebleu.CHRF()
+        if int(word_order) not in (0, 1, 2):
+            raise ValueError(f"word_order must be 0 (chrF), 1 or 2 (chrF++), got {word_order!r}")
+        self.word_order = int(word_order)
+        self._chrf = sacrebleu.CHRF(word_order=self.word_order)
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         return np.array([self._chrf.sentence_score(s.response, list(self.targets(s))).score
