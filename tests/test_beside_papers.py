@@ -136,3 +136,18 @@ def test_beside_papers_converts_units_and_averages_as_it_says(tmp_path) -> None:
     (tmp_path / "liu-t6" / "metaeval.json").write_text(json.dumps({"results": {"usr-topicalchat": {"BLEU-1": cells}}}))
     row = next(x for x in bp.liu(tmp_path).splitlines() if x.startswith("| BLEU-1"))
     assert row.endswith("| 0.250 / 0.500 (0.239 / 0.238) |")  # (0.1+0.2+0.3+0.4)/4, (0.2+...+0.8)/4
+
+
+def test_usr_personachat_ground_truth_is_selectable() -> None:
+    """The original USR PersonaChat file marks its ground truth "Original Ground Truth": one per
+    context (AdvEval Table 2's PersonaChat column perturbs it)."""
+    import os
+
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        pytest.skip("ROBUSTEVAL_DATA is not set to the human-judgment data folder (CI sets it to ../shared/data)")
+    from robusteval import data
+
+    samples = data.load("usr-personachat")
+    picked = select(samples, "ground-truth")
+    assert len(picked) == len({s.context for s in samples}) == 60
+    assert {s.meta["system_id"] for s in picked} == {"Original Ground Truth"}

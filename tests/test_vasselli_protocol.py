@@ -45,6 +45,10 @@ def test_ground_truth_selection() -> None:
     other = Sample(id="o", task="dialogue", response="hey", context=ctx, meta={"system_id": "Nucleus"},
                    human={"overall": 5})
     assert select([other, gt], "ground-truth") == [gt]
+    # the original USR PersonaChat file names it in full
+    usr_gt = Sample(id="p", task="dialogue", response="hi there", context=("yo",),
+                    meta={"system_id": "Original Ground Truth"})
+    assert select([usr_gt], "ground-truth") == [usr_gt]
     unmarked = Sample(id="u", task="dialogue", response="yo", context=ctx, meta={"dataset": "dailydialog-zhao"})
     with pytest.raises(ValueError, match="dailydialog-zhao marks none"):
         select([unmarked], "ground-truth")

@@ -10,7 +10,8 @@ from robusteval.types import Sample
 SELECTIONS = ("all", "best-per-context", "ground-truth", "reference")
 REFERENCES = ("dataset", "self")
 # system ids that mark a dataset's human ground-truth response
-GROUND_TRUTH = frozenset({"original gt", "ground-truth", "ground_truth", "gt", "human", "reference"})
+GROUND_TRUTH = frozenset({"original gt", "original ground truth", "ground-truth", "ground_truth", "ground truth", "gt",
+                          "human", "reference"})
 
 
 def select(samples: Sequence[Sample], mode: str = "all", aspect: str | None = None) -> list[Sample]:
