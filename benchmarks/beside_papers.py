@@ -229,17 +229,20 @@ def vasselli(root: Path, run: str = "vasselli-t1") -> str:
     if found is None:
         return "\n".join(head) + "\n" + _missing("Vasselli Table 1", "configs/metaeval/vasselli_table1.yaml")
     res = found["dailydialog-zhao"]
-    lines = ["| metric | source | n | rho | tau |", "|---|---|---|---|---|"]
+    reports = json.loads((root / run / "metaeval.json").read_text(encoding="utf-8")).get("metric_reports", {})
+    lines = ["| metric | source | n | rho | tau | unparseable answers (midpoint fallback) |", "|---|---|---|---|---|---|"]
     for name, (rho, tau) in VASSELLI_T1.items():
-        lines.append(f"| {name} | paper | (subset) | {rho:.3f} | {tau:.3f} |")
+        lines.append(f"| {name} | paper | (subset) | {rho:.3f} | {tau:.3f} | |")
     for label, entry in res.items():
         e = entry.get("overall") or {}
         if "spearman" not in e:
-            lines.append(f"| {label} | ours | - | {e.get('skipped', 'n/a')} | |")
+            lines.append(f"| {label} | ours | - | {e.get('skipped', 'n/a')} | | |")
             continue
         sp, kt = e["spearman"], e["kendall"]
+        fallback = (reports.get(label) or {}).get("fallbacks", {}).get("unparseable")
+        fell = "" if fallback is None else f"{fallback} of {e['n']}"
         lines.append(f"| {label} | ours | {e['n']} | {_r(sp['r'])} [{_r(sp['ci95'][0])}, {_r(sp['ci95'][1])}] | "
-                     f"{_r(kt['r'])} [{_r(kt['ci95'][0])}, {_r(kt['ci95'][1])}] |")
+                     f"{_r(kt['r'])} [{_r(kt['ci95'][0])}, {_r(kt['ci95'][1])}] | {fell} |")
     return "\n".join(head + lines) + "\n"
 
 
