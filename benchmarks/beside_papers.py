@@ -154,7 +154,8 @@ def adveval(root: Path) -> str:
            "under the paper's criterion with SmolLM2-135M as the gold (8 sampled ratings averaged, "
            "tau1 = 70, tau2 = 40). *Invariance*: robusteval's own R+ criterion (the score moved by more "
            "than 1 point). n = texts attacked of the selected samples (a rule that finds nothing to change "
-           "is skipped). 95 % intervals.", ""]
+           "is skipped), with the victim's mean score of the attacked texts (100 before: each text is its "
+           "own reference). 95 % intervals.", ""]
     for run, (title, paper) in ADVEVAL.items():
         first = next(iter(paper))
         if _summary(root / run / first) is None:
@@ -163,7 +164,7 @@ def adveval(root: Path) -> str:
             continue
         cols = list(next(iter(paper.values())))
         out += [f"**{title}** (`{run}`)", "",
-                "| victim | " + " | ".join(f"{c} paper | {c} Eq. 3 (ours) | {c} invariance (ours) | {c} n"
+                "| victim | " + " | ".join(f"{c} paper | {c} Eq. 3 (ours) | {c} invariance (ours) | {c} n (score after)"
                                          for c in cols) + " |",
                 "|---|" + "---|---|---|---|" * len(cols)]
         golds: list[float] = []
@@ -178,8 +179,9 @@ def adveval(root: Path) -> str:
                     parts.append(f"{cells[c]} | not run | not run | 0")
                     continue
                 crit = entry["criteria"]
+                after = "" if entry.get("mean_after") is None else f" ({entry['mean_after']:.1f})"
                 parts.append(f"{cells[c]} | {pct(crit['gold'], 0)} | {pct(crit['invariance'], 0)} | "
-                             f"{entry['attacked']}/{entry['n']}")
+                             f"{entry['attacked']}/{entry['n']}{after}")
             out.append(f"| {PAPER_VICTIM[victim]} | " + " | ".join(parts) + " |")
             golds = golds or [r["gold_before"] for r in {r["sample_id"]: r for r in _rows(root / run / victim)
                                                          if r.get("gold_before") is not None}.values()]
@@ -230,7 +232,8 @@ def vasselli(root: Path, run: str = "vasselli-t1") -> str:
         return "\n".join(head) + "\n" + _missing("Vasselli Table 1", "configs/metaeval/vasselli_table1.yaml")
     res = found["dailydialog-zhao"]
     reports = json.loads((root / run / "metaeval.json").read_text(encoding="utf-8")).get("metric_reports", {})
-    lines = ["| metric | source | n | rho | tau | unparseable answers (midpoint fallback) |", "|---|---|---|---|---|---|"]
+    lines = ["| metric | source | n | rho | tau | unparseable answers (midpoint fallback) |",
+             "|---|---|---|---|---|---|"]
     for name, (rho, tau) in VASSELLI_T1.items():
         lines.append(f"| {name} | paper | (subset) | {rho:.3f} | {tau:.3f} | |")
     for label, entry in res.items():
