@@ -242,7 +242,9 @@ def vasselli(root: Path, run: str = "vasselli-t1") -> str:
             lines.append(f"| {label} | ours | - | {e.get('skipped', 'n/a')} | | |")
             continue
         sp, kt = e["spearman"], e["kendall"]
-        fallback = (reports.get(label) or {}).get("fallbacks", {}).get("unparseable")
+        report = reports.get(label) or {}
+        # an LLM judge reports its fallbacks (none: 0); other metrics have no answers to parse
+        fallback = report.get("fallbacks", {}).get("unparseable", 0 if "llm" in report else None)
         fell = "" if fallback is None else f"{fallback} of {e['n']}"
         lines.append(f"| {label} | ours | {e['n']} | {_r(sp['r'])} [{_r(sp['ci95'][0])}, {_r(sp['ci95'][1])}] | "
                      f"{_r(kt['r'])} [{_r(kt['ci95'][0])}, {_r(kt['ci95'][1])}] | {fell} |")
