@@ -188,7 +188,8 @@ def adveval(root: Path) -> str:
         if golds:
             over = sum(g > 70 for g in golds)
             out += ["", f"The gold's rating of the clean originals: mean {np.mean(golds):.1f} / 100, "
-                        f"{over} of {len(golds)} above tau1 = 70 (Eq. 3 cannot credit an R+ attack on the others)."]
+                        f"{over} of {len(golds)} above tau1 = 70 (Eq. 3 credits an R+ text only when the gold "
+                        "rates that text above 70)."]
         out.append("")
     return "\n".join(out)
 

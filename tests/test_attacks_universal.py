@@ -58,6 +58,9 @@ def test_broken_string_bag_difference_keeps_counts() -> None:
     assert broken_string("x y a x y", Counter({"x": 2, "y": 2}), min_run=2) == "x y x y"
     assert broken_string("x y a x y", {"x", "y"}, min_run=2) == "x y"
     assert broken_string("x y a x y", Counter({"x": 2, "y": 1}), min_run=2) == "x y"
+    # within one run too: a run may not use a word more often than the bag holds it
+    assert broken_string("x y x y", Counter({"x": 1, "y": 1}), min_run=2) == "x y"
+    assert broken_string("x y x y", Counter({"x": 2, "y": 2}), min_run=2) == "x y x y"
 
 
 class TriggerLovingMetric(Metric):

@@ -151,3 +151,14 @@ def test_usr_personachat_ground_truth_is_selectable() -> None:
     picked = select(samples, "ground-truth")
     assert len(picked) == len({s.context for s in samples}) == 60
     assert {s.meta["system_id"] for s in picked} == {"Original Ground Truth"}
+
+
+def test_first_reference_victims_beat_the_original_not_the_reference() -> None:
+    """Beats-reference with a victim that compares with the (first) reference: scoring the
+    reference against itself would be an unwinnable 100, so the yardstick is the original."""
+    from robusteval.attacks.runner import yardstick
+
+    s = Sample(id="d", task="summarization", response="the summary", context=("doc",), reference="the ref")
+    for against in ("reference", "first_reference"):
+        assert yardstick(s, metrics.load("rouge1", against=against)) == "the summary"
+    assert yardstick(s, metrics.load("rouge1", against="context")) == "the ref"

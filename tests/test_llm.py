@@ -231,14 +231,19 @@ def test_minimal_backends_work_and_are_reported() -> None:
 
 
 def test_local_backend_samples_n_answers_per_prompt_in_one_call(tiny_lm) -> None:
-    """n sampled answers come from one generate call per batch (the prompt is encoded once),
-    are reproducible for a seed, differ across seeds, and greedy decoding repeats its one answer."""
+    """n sampled answers of a prompt come from one generate call seeded by (seed, prompt), are
+    reproducible, differ across seeds, and greedy decoding repeats its one answer."""
     from robusteval.llm.backends import LocalCausalLM
 
     llm = LocalCausalLM(model=str(tiny_lm), batch_size=4)
     prompts = ["the cat sat on", "a dog ran to the", "hello"]
     a = llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=3)
-    assert llm.calls == 1 and [len(x) for x in a] == [5, 5, 5]
+    assert llm.calls == 3 and [len(x) for x in a] == [5, 5, 5]  # one call per prompt, n samples each
+    # a prompt's samples do not depend on the other prompts asked with it (nor on their order):
+    # a gold cache shared across victims, a resumed run and a fresh one see the same ratings
+    alone = [llm.generate([p], n=5, temperature=1.0, max_new_tokens=6, seed=3)[0] for p in prompts]
+    assert alone == a
+    assert llm.generate(prompts[::-1], n=5, temperature=1.0, max_new_tokens=6, seed=3) == a[::-1]
     assert llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=3) == a
     assert llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=4) != a
     assert len({t for x in a for t in x}) > 3  # sampled, not one answer repeated

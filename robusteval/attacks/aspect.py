@@ -145,7 +145,10 @@ SPELLING_PER_SENTENCE = 2  # Hu et al. Table 2's example: two misspelt words in 
 
 def misspell(word: str, rng: random.Random) -> str:
     """One typo of the kinds in Hu et al.'s Table 2 example: a doubled letter ("wantts",
-    "wwill"), a dropped letter ("kno", "othe", "cheapr") or two swapped neighbours ("atfer")."""
+    "wwill"), a dropped letter ("kno", "othe", "cheapr") or two swapped neighbours ("atfer").
+    A one-letter word is doubled."""
+    if len(word) < 2:
+        return word * 2
     j = rng.randrange(len(word) - 1)
     kind = rng.choice(("double", "drop", "swap"))
     if kind == "swap" and word[j] != word[j + 1]:

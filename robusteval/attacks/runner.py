@@ -49,7 +49,7 @@ def yardstick(sample: Sample, victim_metric: Any) -> str:
     compares responses *with* the reference (BLEU, ROUGE, BERTScore against references), which
     would score the reference against itself and make the test unwinnable."""
     against_reference = bool(getattr(victim_metric, "requires_reference", False)) and \
-        getattr(victim_metric, "against", "reference") == "reference"
+        getattr(victim_metric, "against", "reference") in ("reference", "first_reference")
     return sample.response if against_reference else (sample.reference or sample.response)
 
 

@@ -219,16 +219,19 @@ def _norm(token: str) -> str:
 
 
 def _longest_run(norms: Sequence[str], bag: Mapping[str, int]) -> tuple[int, int]:
-    """(start, end) of the longest run of consecutive tokens still in ``bag`` (earliest on ties)."""
-    best, start = (0, 0), None
-    for i, tok in enumerate([*norms, ""]):
-        inside = bool(tok) and bag.get(tok, 0) > 0
-        if inside and start is None:
-            start = i
-        elif not inside and start is not None:
-            if i - start > best[1] - best[0]:
-                best = (start, i)
-            start = None
+    """(start, end) of the longest run of consecutive tokens that the bag can pay for: no word
+    used more often within the run than the bag holds it (earliest on ties)."""
+    best, start, used = (0, 0), 0, Counter[str]()
+    for i, tok in enumerate(norms):
+        if not tok or bag.get(tok, 0) <= 0:
+            start, used = i + 1, Counter()
+            continue
+        used[tok] += 1
+        while used[tok] > bag[tok]:  # slide the start past the earlier copy of this word
+            used[norms[start]] -= 1
+            start += 1
+        if i + 1 - start > best[1] - best[0]:
+            best = (start, i + 1)
     return best
 
 
@@ -251,7 +254,7 @@ def broken_string(source: str, bag: Iterable[str] | Mapping[str, int], min_run: 
         if b - a < min_run:
             break
         out.extend(tokens[a:b])
-        remaining.subtract(norms[a:b])
+        remaining.subtract(norms[a:b])  # never below 0: the run was paid for
         remaining = +remaining  # drop words used up
     return " ".join(out) if out else None
 

@@ -102,25 +102,34 @@ class LocalCausalLM:
                  on_error: str = "raise") -> list[list[str]]:
         """``n`` texts per prompt (``ids``, ``accept``, ``on_error``: accepted for a uniform
         interface; a local model has no requests to fail and no cache)."""
+        import hashlib
+
         torch = self._torch
         out: list[list[str]] = [[] for _ in prompts]
-        for idx in self._batches(prompts):
-            enc = self._encode([prompts[i] for i in idx])
-            torch.manual_seed(seed * 1_000_003 + idx[0] * 101)
-            kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
-            if temperature > 0:
-                # the n samples of a prompt in one call: its prompt is encoded once, not n times
-                kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, num_return_sequences=n)
-            else:
-                kwargs.update(do_sample=False)  # greedy: the n answers are one answer
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+        if temperature <= 0:  # greedy: batch-independent, and the n answers are one answer
+            for idx in self._batches(prompts):
+                enc = self._encode([prompts[i] for i in idx])
+                with torch.no_grad():
+                    gen = self.model.generate(**enc, do_sample=False, **kwargs)
+                self.calls += 1
+                texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+                for i, t in zip(idx, texts, strict=True):
+                    out[i].extend([t.strip()] * n)
+            return out
+        # sampling: one call per prompt, seeded by (seed, prompt), so a prompt's answers do not
+        # depend on which other prompts are asked with it (a cache shared across runs, a resumed
+        # run and a fresh one agree); its n samples come from that one call
+        for i, prompt in enumerate(prompts):
+            digest = int.from_bytes(hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).digest()[:4], "big")
+            torch.manual_seed(seed * 1_000_003 + digest)
+            enc = self._encode([prompt])
             with torch.no_grad():
-                gen = self.model.generate(**enc, **kwargs)
+                gen = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0,
+                                          num_return_sequences=n, **kwargs)
             self.calls += 1
             texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-            per = n if temperature > 0 else 1
-            for j, i in enumerate(idx):
-                got = [t.strip() for t in texts[j * per:(j + 1) * per]]
-                out[i].extend(got if per == n else got * n)
+            out[i] = [t.strip() for t in texts]
         return out
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str], *,
