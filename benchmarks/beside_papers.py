@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from robusteval.results import read_jsonl
 from robusteval.stats import pct
 
 # -- the papers' numbers ---------------------------------------------------------------------
@@ -115,21 +116,15 @@ def _summary(folder: Path) -> dict[str, Any] | None:
 
 
 def _metaeval(folder: Path) -> dict[str, Any] | None:
-    """``results`` of a ``robusteval metaeval`` run folder (None when it has not run)."""
+    """A ``robusteval metaeval`` run's ``metaeval.json`` (None when it has not run)."""
     p = folder / "metaeval.json"
-    return json.loads(p.read_text(encoding="utf-8"))["results"] if p.is_file() else None
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:
+    """An attack run's result rows (``read_jsonl`` leaves the fingerprint header out)."""
     p = folder / "results.jsonl"
-    if not p.is_file():
-        return []
-    out = []
-    for line in p.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if "key" in row:  # the header line holds the run fingerprint
-            out.append(row)
-    return out
+    return read_jsonl(p) if p.is_file() else []
 
 
 def _missing(what: str, config: str) -> str:
@@ -231,8 +226,8 @@ def vasselli(root: Path, run: str = "vasselli-t1") -> str:
     found = _metaeval(root / run)
     if found is None:
         return "\n".join(head) + "\n" + _missing("Vasselli Table 1", "configs/metaeval/vasselli_table1.yaml")
-    res = found["dailydialog-zhao"]
-    reports = json.loads((root / run / "metaeval.json").read_text(encoding="utf-8")).get("metric_reports", {})
+    res = found["results"]["dailydialog-zhao"]
+    reports = found.get("metric_reports", {})
     lines = ["| metric | source | n | rho | tau | unparseable answers (midpoint fallback) |",
              "|---|---|---|---|---|---|"]
     for name, (rho, tau) in VASSELLI_T1.items():
@@ -259,9 +254,10 @@ def liu(root: Path, run: str = "liu-t6") -> str:
             "intervals in its `metaeval.md`); *Average* is the mean of the four aspects' coefficients, as in the "
             "paper. The UniEval row is the official UniEval predictions shipped with UniEval's reproduce data, "
             "correlated by robusteval (no UniEval checkpoint runs offline).", ""]
-    res = _metaeval(root / run)
-    if res is None:
+    found = _metaeval(root / run)
+    if found is None:
         return "\n".join(head) + "\n" + _missing("Liu Table 6", "configs/metaeval/liu_table6.yaml")
+    res = found["results"]
     lines = list(head)
     for ds, paper in LIU_T6.items():
         aspects = LIU_ASPECTS[ds]
