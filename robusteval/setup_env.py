@@ -86,8 +86,14 @@ def convert_smollm2(target: Path | None = None, force: bool = False) -> Path:
     return target
 
 
-def run_setup(force: bool = False, skip_llm: bool = False) -> list[str]:
-    """Run every step; returns human-readable lines describing what is in place."""
+def run_setup(force: bool = False, skip_llm: bool = False, models: tuple[str, ...] = ()) -> list[str]:
+    """Run every step; returns human-readable lines describing what is in place. ``models``
+    adds opt-in downloads (:mod:`robusteval.setup_models`: ``mpnet``)."""
+    from robusteval.setup_models import MODELS
+
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise MissingResourceError(f"unknown model(s) {unknown}: choose from {', '.join(MODELS)}")
     lines = []
     try:
         lines.append(f"nltk data: {build_nltk_data(force=force)}")
@@ -98,4 +104,9 @@ def run_setup(force: bool = False, skip_llm: bool = False) -> list[str]:
             lines.append(f"SmolLM2 cache: {convert_smollm2(force=force)}")
         except MissingResourceError as exc:
             lines.append(f"SmolLM2 cache: NOT BUILT ({exc})")
+    for name in models:
+        try:
+            lines.append(f"{name}: {MODELS[name](force=force)}")
+        except MissingResourceError as exc:
+            lines.append(f"{name}: NOT BUILT ({exc})")
     return lines

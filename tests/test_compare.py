@@ -41,9 +41,12 @@ def tiny_config(tiny_bert: Path) -> dict:
                          "adveval-contraction", "textfooler-neg"],
              "victims": [
                  {"name": "cross-encoder", "label": "tiny evaluator",
-                  "train": {"model": {"checkpoint": str(tiny_bert), "lora_r": 4, "lr": 0.005, "max_length": 64},
+                  "train": {"model": {"checkpoint": str(tiny_bert), "lora_r": 4, "lr": 0.005, "max_length": 64,
+                                      "embed_adv_weight": 0.5},
                             "data": {"batch_size": 8}, "epochs": 1, "round_epochs": 1,
-                            "held_out": ["adveval-baselines"], "generalization": ["dialogue-rules"]}},
+                            "rounds": {"rounds": 1, "tolerance": 1.0},
+                            "held_out": ["adveval-baselines"], "generalization": ["dialogue-rules"],
+                            "ablations": ["no-embedding-adversary"]}},
                  "rougeL"]},
             {"name": "summary", "dataset": "quickstart-summary", "split": {"val_fraction": 0.0, "test_fraction": 0.5},
              "attacks": ["aspect-sentence-deletion", "dot-trigger"], "victims": ["rougeL"]},
@@ -212,13 +215,24 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     dist = learned["variants"]["plain"]["scores"]
     assert len(dist["clean"]) == dlg["n_attacked"] and len(dist["adversarial"]) > 0
     assert report["provenance"]["config"]["name"] == "tiny" and report["provenance"]["packages"]["torch"]
+    ab = learned["ablation"]
+    assert ab["rows"] == ["base", "hardened", "no-embedding-adversary"]
+    assert ab["primary"]["base"] == {k: v["primary"] for k, v in plain.items()}
+    assert ab["overall"]["hardened"] == learned["variants"]["trained"]["overall"]
+    assert [r["round"] for r in training["trained"]["rounds"]] == [0, 1]
+    # the headline's R-/R+ split adds up to the overall ASR
+    d = learned["variants"]["plain"]["by_direction"]
+    assert d["R-"]["n"] + d["R+"]["n"] == learned["variants"]["plain"]["overall"]["n"]
+    assert d["R-"]["successes"] + d["R+"]["successes"] == learned["variants"]["plain"]["overall"]["successes"]
+    assert d["R+"]["n"] == plain["adveval-baselines (R+)"]["primary"]["n"]
     md = (out / "report.md").read_text()
     assert "## Headline" in md and "generalization" in md and "adaptive vs transfer" in md
+    assert "R+ invariance failures" in md and "ablation" in md
 
 
 def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:
     out, report, cfg_path = compared
-    round_file = out / "dialogue" / "tiny-evaluator" / "training" / "trained" / "round.json"
+    round_file = out / "dialogue" / "tiny-evaluator" / "training" / "trained" / "round_1" / "model" / "fit.json"
     before = round_file.stat().st_mtime_ns
     assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out), "--resume"]) == 0
     again = json.loads((out / "report.json").read_text())

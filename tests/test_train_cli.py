@@ -94,12 +94,13 @@ def test_sigkill_mid_training_then_resume_reaches_the_same_state(tiny_bert, data
 
 
 def test_harden_rounds_attack_train_reattack(tiny_bert, data_dir, tmp_path, capsys) -> None:
-    cfg = {"rounds": 1, "epochs": 1, "round_epochs": 1, "seed": 0,
+    cfg = {"epochs": 1, "seed": 0, "test_rounds": "all",
+           "rounds": {"rounds": 1, "epochs": 1, "tolerance": 1.0, "train_limit": 12, "val_limit": 4},
            "model": {"checkpoint": str(tiny_bert), "lora_r": 4, "lr": 0.003},
            "data": {"datasets": ["dailydialog-zhao"], "limit": 60, "batch_size": 8, "val_fraction": 0.2,
                     "test_fraction": 0.3},
            "attack": {"dataset": "dailydialog-zhao", "attacks": ["speaker-tag-user", "generic-hello", "reversed-words"],
-                      "held_out": [], "train_limit": 12, "test_limit": 6, "budget": 20}}
+                      "held_out": [], "test_limit": 6, "budget": 20}}
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "harden"
@@ -107,12 +108,14 @@ def test_harden_rounds_attack_train_reattack(tiny_bert, data_dir, tmp_path, caps
     state = json.loads((out / "harden.json").read_text())
     assert [r["round"] for r in state["rounds"]] == [0, 1]
     r0, r1 = state["rounds"]
-    assert r0["adversarial_added"] == [] and len(r1["adversarial_added"]) == 1
+    assert r0["added"] == 0 and r1["added"] > 0 and r1["init"] == r0["export"]  # round 1 continues the base
+    assert r0["val_asr_detail"]["n"] == 3 * 4  # the training attacks on the validation contexts
     assert set(r0["test_asr"]) == {"dialogue-rules (R-)"} and r0["test_asr"]["dialogue-rules (R-)"]["n"] == 18
-    assert "test_spearman" in r1["test_metrics"]
-    assert (out / "round_1" / "export" / "adapter").is_dir()
+    assert "test_spearman" in r1["test"] and "val_spearman" in r1 and r1["valid"]  # tolerance 1.0 admits it
+    assert state["chosen"] in (0, 1) and sum(r["kept"] for r in state["rounds"]) == 1
+    assert (out / "rounds" / "round_1" / "model" / "export" / "adapter").is_dir()
     md = (out / "harden.md").read_text()
-    assert "round 0" in md and "round 1" in md and "dialogue-rules (R-)" in md
+    assert "round 0" in md and "round 1" in md and "dialogue-rules (R-)" in md and "val Spearman" in md
     # resume: nothing left to do, nothing recomputed
     before = (out / "harden.json").read_text()
     assert main(["harden", "--config", str(path), "--data-dir", str(data_dir), "--out-dir", str(out), "--resume"]) == 0

@@ -1,19 +1,36 @@
 """What every trainable evaluator shares: losses, validation metrics, adapter-only checkpoints.
 
 Subclasses implement :meth:`EvaluatorModule.predict` (scores in [0, 1], higher is better, for
-a list of samples, with gradients) and :meth:`EvaluatorModule.export` (a folder the matching
-robusteval metric loads).
+a list of samples, with gradients: exactly what the exported metric computes) and
+:meth:`EvaluatorModule.export` (a folder the matching robusteval metric loads); for the
+embedding adversary also :meth:`~EvaluatorModule.embed` (input embeddings of a batch) and
+:meth:`~EvaluatorModule.predict_embeds` (scores from such embeddings).
 
-* Losses (``loss``): ``mse`` against the target, ``margin`` (an R− adversarial example must
-  score at least ``margin`` below the text it was made from), or ``mse+margin``.
-* Validation / test log Spearman with the human targets per dataset (``val_spearman`` is the
-  mean over datasets) and ``val_asr``: the share of held-out R− adversarial examples that the
-  model scores at least as high as their originals (the beats-reference criterion).
-* Checkpoints keep only trainable parameters (LoRA adapters and the head), and the
-  :class:`~robusteval.training.checkpoint_io.SafeCheckpointIO` plugin writes them without
-  pickles. Each training step reseeds torch from (``seed``, step), and the data order depends
-  only on (seed, epoch), so a run resumed from an epoch checkpoint ends in the same state as
-  an uninterrupted one.
+Losses, per kind of training item (:class:`robusteval.training.data.Item`):
+
+* ``mse`` — every item against its target (human score, 0 for an R− example or a negative,
+  1 for a self-supervised positive, the original's target for an R+ rewrite);
+* ``margin`` — an R− adversarial example or a self-supervised negative must score at least
+  ``margin`` below the text it was made from (``margin_weight``);
+* ``consistency`` — an R+ rewrite (meaning kept) is tied to its original's score: the squared
+  difference, weighted by ``consistency_weight`` (0 turns it off). This is what keeps
+  adversarial training from learning "unusual wording → lower score";
+* ``embedding adversary`` (``embed_adv_weight`` > 0; SMART, Jiang et al. 2020, and FreeLB,
+  Zhu et al. 2020, style) — the clean items' input embeddings are perturbed within an L2 ball
+  of radius ``embed_eps`` per token (``embed_steps`` ascent steps from a random start), and
+  the squared change of the score under the worst perturbation found is penalized.
+
+``loss`` selects the first two (``mse``, ``margin`` or ``mse+margin``); the other two are
+switched by their weights.
+
+Validation / test log Spearman with the human targets per dataset (``val_spearman`` is the
+mean over datasets) and ``val_asr``: the share of held-out R− adversarial examples that the
+model scores at least as high as their originals (the beats-reference criterion). Checkpoints
+keep only trainable parameters (LoRA adapters and the head), and the
+:class:`~robusteval.training.checkpoint_io.SafeCheckpointIO` plugin writes them without
+pickles. Each training step reseeds torch from (``seed``, step), and the data order depends
+only on (seed, epoch), so a run resumed from an epoch checkpoint ends in the same state as an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -31,17 +48,25 @@ from robusteval.errors import RobustevalError
 from robusteval.types import Sample
 
 LOSSES = ("mse", "margin", "mse+margin")
+MARGIN_KINDS = ("adv-", "ssl-")  # paired items that must score below their original
 
 
 class EvaluatorModule(pl.LightningModule):
     """Base LightningModule of robusteval's trainable evaluators."""
 
     def __init__(self, loss: str = "mse+margin", margin: float = 0.1, margin_weight: float = 1.0,
-                 lr: float = 2e-4, weight_decay: float = 0.01, seed: int = 0, export_dir: str | None = None) -> None:
+                 lr: float = 2e-4, weight_decay: float = 0.01, seed: int = 0, export_dir: str | None = None,
+                 consistency_weight: float = 1.0, embed_adv_weight: float = 0.0, embed_eps: float = 0.01,
+                 embed_steps: int = 1) -> None:
         super().__init__()
         if loss not in LOSSES:
             raise RobustevalError(f"loss must be one of {LOSSES}, got {loss!r}")
+        if consistency_weight < 0 or embed_adv_weight < 0 or embed_eps <= 0 or embed_steps < 1:
+            raise RobustevalError("consistency_weight and embed_adv_weight must be >= 0, embed_eps > 0, "
+                                  "embed_steps >= 1")
         self.loss_kind, self.margin, self.margin_weight = loss, margin, margin_weight
+        self.consistency_weight, self.embed_adv_weight = consistency_weight, embed_adv_weight
+        self.embed_eps, self.embed_steps = embed_eps, embed_steps
         self.lr, self.weight_decay, self.seed, self.export_dir = lr, weight_decay, seed, export_dir
         self.strict_loading = False  # checkpoints hold the trainable parameters only
         self._eval_rows: list[dict[str, Any]] = []
@@ -50,6 +75,15 @@ class EvaluatorModule(pl.LightningModule):
     @abstractmethod
     def predict(self, samples: list[Sample]) -> torch.Tensor:
         """Scores in [0, 1] (higher is better), differentiable."""
+
+    def embed(self, samples: list[Sample]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Input embeddings of ``samples`` (batch, length, width) and the other tensors
+        :meth:`predict_embeds` needs, batch first (the attention mask...)."""
+        raise RobustevalError(f"{type(self).__name__} has no embedding hook: set embed_adv_weight: 0")
+
+    def predict_embeds(self, embeds: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Scores in [0, 1] (higher is better) from input embeddings, differentiable."""
+        raise RobustevalError(f"{type(self).__name__} has no embedding hook: set embed_adv_weight: 0")
 
     @abstractmethod
     def export(self, folder: str | Path) -> Path:
@@ -67,14 +101,42 @@ class EvaluatorModule(pl.LightningModule):
         out: dict[str, torch.Tensor] = {}
         if "mse" in self.loss_kind:
             out["mse"] = self.point_loss(pred, batch["target"].to(pred.device))
-        paired = [i for i, it in enumerate(items) if it.original is not None]
-        if "margin" in self.loss_kind and paired:
-            orig = self.predict([items[i].original for i in paired])  # type: ignore[misc]
-            gap = orig - pred[paired]
+        below = ([i for i, it in enumerate(items) if it.original is not None and it.kind in MARGIN_KINDS]
+                 if "margin" in self.loss_kind else [])
+        same = [i for i, it in enumerate(items) if it.original is not None and it.kind == "adv+"]
+        paired = below + (same if self.consistency_weight > 0 else [])
+        orig = self.predict([items[i].original for i in paired]) if paired else pred[:0]  # type: ignore[misc]
+        if below:
+            gap = orig[: len(below)] - pred[below]
             out["margin"] = self.margin_weight * torch.relu(self.margin - gap).mean()
+        if self.consistency_weight > 0 and same:
+            out["consistency"] = self.consistency_weight * ((pred[same] - orig[len(below):]) ** 2).mean()
+        if self.embed_adv_weight > 0:
+            clean = [items[i].sample for i, it in enumerate(items) if it.kind in ("human", "ssl+")]
+            if clean:
+                out["embed_adv"] = self.embed_adv_weight * self.embedding_adversary(*self.embed(clean))
         if not out:  # margin-only loss on a batch without pairs
             out["margin"] = pred.sum() * 0.0
         return out
+
+    def embedding_adversary(self, embeds: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
+        """SMART / FreeLB-style smoothness penalty: the squared score change under the worst
+        perturbation of the input embeddings found by ``embed_steps`` normalized-gradient
+        ascent steps within an L2 ball of radius ``embed_eps`` per token (random start)."""
+        clean = self.predict_embeds(embeds, extra)
+        base = embeds.detach()
+        target = clean.detach()
+        delta = torch.randn_like(base)
+        delta = self.embed_eps * delta / delta.norm(dim=-1, keepdim=True).clamp(min=1e-12) * 0.5
+        for _ in range(self.embed_steps):
+            delta.requires_grad_(True)
+            gap = ((self.predict_embeds(base + delta, extra) - target) ** 2).sum()
+            (grad,) = torch.autograd.grad(gap, delta)
+            delta = delta.detach() + self.embed_eps * grad / grad.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+            norm = delta.norm(dim=-1, keepdim=True)
+            delta = delta * torch.clamp(self.embed_eps / norm.clamp(min=1e-12), max=1.0)
+        # gradients flow through the model's weights and the clean embeddings (the whole graph)
+        return ((self.predict_embeds(embeds + delta.detach(), extra) - clean) ** 2).mean()
 
     def point_loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Loss of each prediction against its target (squared error here)."""
@@ -153,6 +215,16 @@ class EvaluatorModule(pl.LightningModule):
                 fams[r["family"] or "unknown"].append(r["pred"] >= r["orig"])
             for fam, hits in sorted(fams.items()):
                 self.log(f"{prefix}_asr/{fam}", float(proportion(hits)["rate"]))
+        same = [r for r in rows if r["kind"] == "adv+" and r["orig"] is not None]
+        if same:
+            from robusteval.attacks.criteria import Criteria
+            from robusteval.stats import proportion
+
+            # robusteval's invariance criterion on held-out R+ rewrites (score on 0-100 moved by
+            # more than the tolerance), as the attack runner counts it
+            tol = Criteria().invariance_tolerance / 100.0
+            self.log(f"{prefix}_invariance_failures",
+                     float(proportion([abs(r["pred"] - r["orig"]) > tol for r in same])["rate"]))
 
     # -- checkpoints ----------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -41,15 +41,22 @@ class BoolQAModule(EvaluatorModule):
         weight_decay: AdamW weight decay.
         seed: per-step reseeding of dropout (exact resume).
         export_dir: where the adapter is written (default ``<log dir>/export``).
+        adapter: an earlier export's ``adapter/`` folder to train further (hardening rounds).
+        consistency_weight: weight of the R+ consistency loss (0: off).
+        embed_adv_weight: weight of the embedding-space adversary (0: off).
+        embed_eps: radius of the embedding perturbation (L2 per token).
+        embed_steps: ascent steps of the embedding adversary.
     """
 
     def __init__(self, checkpoint: str, task: str = "dialogue", dimension: str = "naturalness", max_length: int = 512,
                  lora_r: int = 8, lora_alpha: int = 16, lora_dropout: float = 0.1,
                  target_modules: list[str] | None = None, loss: str = "mse+margin", margin: float = 0.1,
                  margin_weight: float = 1.0, lr: float = 3e-4, weight_decay: float = 0.01, seed: int = 0,
-                 export_dir: str | None = None) -> None:
+                 export_dir: str | None = None, adapter: str | None = None, consistency_weight: float = 1.0,
+                 embed_adv_weight: float = 0.0, embed_eps: float = 0.01, embed_steps: int = 1) -> None:
         super().__init__(loss=loss, margin=margin, margin_weight=margin_weight, lr=lr, weight_decay=weight_decay,
-                         seed=seed, export_dir=export_dir)
+                         seed=seed, export_dir=export_dir, consistency_weight=consistency_weight,
+                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps)
         self.save_hyperparameters()
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -64,9 +71,14 @@ class BoolQAModule(EvaluatorModule):
         self.no = self.tokenizer("No")["input_ids"][0]
         if self.yes == self.no:
             raise RobustevalError(f"{checkpoint}: 'Yes' and 'No' start with the same token")
-        lcfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-                          target_modules=target_modules or ["q", "v"], bias="none")
-        self.model = get_peft_model(base, lcfg)
+        if adapter:  # continue an earlier export's adapter (a hardening round)
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(base, adapter, is_trainable=True)
+        else:
+            lcfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                              target_modules=target_modules or ["q", "v"], bias="none")
+            self.model = get_peft_model(base, lcfg)
         self.model.train()
 
     def inputs(self, samples: list[Sample]) -> list[str]:
@@ -76,6 +88,14 @@ class BoolQAModule(EvaluatorModule):
         enc = self.tokenizer(self.inputs(samples), max_length=self.max_length, truncation=True, padding=True,
                              return_tensors="pt").to(self.device)
         return yes_probability(self.model, enc["input_ids"], enc["attention_mask"], self.yes, self.no)
+
+    def embed(self, samples: list[Sample]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        enc = self.tokenizer(self.inputs(samples), max_length=self.max_length, truncation=True, padding=True,
+                             return_tensors="pt").to(self.device)
+        return self.model.get_input_embeddings()(enc["input_ids"]), {"attention_mask": enc["attention_mask"]}
+
+    def predict_embeds(self, embeds: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
+        return yes_probability(self.model, None, extra["attention_mask"], self.yes, self.no, inputs_embeds=embeds)
 
     def point_loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """A probability against a soft target: binary cross-entropy."""

@@ -44,7 +44,7 @@ def trainer_defaults() -> dict[str, Any]:
     return {"logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
                        "init_args": {"save_dir": "runs/train"}},
             "max_epochs": 3, "log_every_n_steps": 10, "enable_model_summary": False,
-            "accelerator": "cpu", "deterministic": False}
+            "accelerator": "auto", "deterministic": False}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

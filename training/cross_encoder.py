@@ -20,14 +20,17 @@ from pathlib import Path
 import torch
 from robusteval.training.base import EvaluatorModule
 
+from robusteval.errors import RobustevalError
 from robusteval.metrics.cross_encoder import (
     POE_CONVENTIONS,
+    TRUNCATIONS,
     ScorerConfig,
     build_scorer_module,
+    encode_pairs,
     load_scorer,
     quality,
 )
-from robusteval.paths import minilm_dir
+from robusteval.paths import BACKBONES, backbone_dir, minilm_dir
 from robusteval.types import Sample
 
 LORA_TARGETS = {"bert": ["query", "value"], "roberta": ["query", "value"], "xlm-roberta": ["query", "value"],
@@ -39,11 +42,15 @@ class CrossEncoderModule(EvaluatorModule):
     """LoRA cross-encoder evaluator.
 
     Args:
-        checkpoint: base encoder / PoE checkpoint / earlier robusteval export (default MiniLM).
+        checkpoint: base encoder / PoE checkpoint / earlier robusteval export, or a backbone
+            name: "minilm" (the default) or "mpnet" (``robusteval setup --models mpnet``).
         poe: use PoE's inference conventions (AdvEval): mean over all positions, padded to 256,
             score = 1 - p.
         pooling: "mean", "mean_all" or "cls" (ignored with ``poe``).
-        max_length: tokens per (context, response) pair; the context is cut from the left.
+        max_length: tokens per (context, response) pair.
+        truncate_context_from: which end of an over-long context is cut: "left" keeps the most
+            recent dialogue turns; "right" keeps the start of a document (summarization: the
+            lead of a news article); "middle" keeps its head and tail.
         lora_r: LoRA rank.
         lora_alpha: LoRA scaling.
         lora_dropout: dropout on the LoRA path.
@@ -56,17 +63,29 @@ class CrossEncoderModule(EvaluatorModule):
         weight_decay: AdamW weight decay.
         seed: per-step reseeding of dropout (exact resume).
         export_dir: where the trained evaluator is written (default ``<log dir>/export``).
+        consistency_weight: weight of the R+ consistency loss (0: off).
+        embed_adv_weight: weight of the embedding-space adversary (0: off).
+        embed_eps: radius of the embedding perturbation (L2 per token).
+        embed_steps: ascent steps of the embedding adversary.
     """
 
     def __init__(self, checkpoint: str | None = None, poe: bool = False, pooling: str = "mean", max_length: int = 256,
                  lora_r: int = 8, lora_alpha: int = 16, lora_dropout: float = 0.1,
                  target_modules: list[str] | None = None, full_finetune: bool = False, loss: str = "mse+margin",
                  margin: float = 0.1, margin_weight: float = 1.0, lr: float = 2e-4, weight_decay: float = 0.01,
-                 seed: int = 0, export_dir: str | None = None) -> None:
+                 seed: int = 0, export_dir: str | None = None, truncate_context_from: str = "left",
+                 consistency_weight: float = 1.0, embed_adv_weight: float = 0.0, embed_eps: float = 0.01,
+                 embed_steps: int = 1) -> None:
         super().__init__(loss=loss, margin=margin, margin_weight=margin_weight, lr=lr, weight_decay=weight_decay,
-                         seed=seed, export_dir=export_dir)
+                         seed=seed, export_dir=export_dir, consistency_weight=consistency_weight,
+                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps)
         self.save_hyperparameters()
-        cfg = ScorerConfig(**(dict(POE_CONVENTIONS) if poe else {"pooling": pooling, "max_length": max_length}))
+        if truncate_context_from not in TRUNCATIONS:
+            raise RobustevalError(f"truncate_context_from must be one of {TRUNCATIONS}, got {truncate_context_from!r}")
+        cfg = ScorerConfig(**(dict(POE_CONVENTIONS) if poe else {"pooling": pooling, "max_length": max_length,
+                                                                 "truncate_context_from": truncate_context_from}))
+        if checkpoint in BACKBONES:  # a named backbone: minilm (default) or mpnet (opt-in setup)
+            checkpoint = str(backbone_dir(checkpoint))
         folder = Path(checkpoint) if checkpoint else None
         if folder is not None and (folder / "scorer.json").is_file() and (folder / "adapter").is_dir():
             self._load_adapter_export(folder)
@@ -109,6 +128,16 @@ class CrossEncoderModule(EvaluatorModule):
 
     def predict(self, samples: list[Sample]) -> torch.Tensor:
         return quality(self.scorer, self.tokenizer, self.cfg, samples, self.device)
+
+    def embed(self, samples: list[Sample]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        enc = encode_pairs(self.tokenizer, [self.cfg.turn_separator.join(s.context) for s in samples],
+                           [s.response for s in samples], self.cfg)
+        embeds = self.scorer.encoder.get_input_embeddings()(enc["input_ids"].to(self.device))
+        return embeds, {"attention_mask": enc["attention_mask"].to(self.device)}
+
+    def predict_embeds(self, embeds: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
+        p = torch.sigmoid(self.scorer(None, extra["attention_mask"], inputs_embeds=embeds).float())
+        return 1.0 - p if self.cfg.invert else p
 
     def export(self, folder: str | Path) -> Path:
         from safetensors.torch import save_file

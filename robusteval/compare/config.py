@@ -65,10 +65,12 @@ def _check_keys(block: dict[str, Any], allowed: set[str], where: str) -> None:
 
 @dataclass
 class TrainSpec:
-    """How a learned victim is trained: a base model on human judgments (round 0), then the
-    *trained* variant on top of it with the adversarial examples that fooled the base on train
-    contexts; ``generalization`` families get one extra model each, trained on that family's
-    examples alone (the generalization matrix)."""
+    """How a learned victim is trained (:mod:`robusteval.training.rounds`): a base model (round
+    0: optional self-supervised ``pretrain``, then the human judgments), then the *trained*
+    variant: adversarial rounds from the base, online and gated on validation (``rounds``);
+    ``generalization`` families get one extra hardened model each, trained on that family's
+    examples alone (the generalization matrix); ``ablations`` one each with a part switched
+    off (``no-consistency``, ``no-embedding-adversary``, ``offline``)."""
 
     model: dict[str, Any] = field(default_factory=dict)  # CrossEncoderModule arguments
     data: dict[str, Any] = field(default_factory=dict)  # ScoringDataModule arguments
@@ -79,11 +81,15 @@ class TrainSpec:
     train_limit: int | None = None  # train contexts attacked for adversarial examples
     generalization: list[str] = field(default_factory=list)
     checkpoint: str | None = None  # start from this trained base instead of training round 0
+    module: str = "cross-encoder"  # the evaluator LightningModule (robusteval.training.rounds.MODULES)
+    pretrain: dict[str, Any] | None = None  # self-supervised stage of the base (training.rounds.train_base)
+    rounds: dict[str, Any] = field(default_factory=dict)  # RoundsSpec settings (online, tolerance, ...)
+    ablations: list[str] = field(default_factory=list)  # extra hardened models, one part switched off
 
 
-
+ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
 TRAIN_KEYS = {"model", "data", "epochs", "round_epochs", "attacks", "held_out", "train_limit", "generalization",
-              "checkpoint"}
+              "checkpoint", "module", "pretrain", "rounds", "ablations"}
 
 
 @dataclass
@@ -175,7 +181,14 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
                                   held_out=_strings(t.get("held_out"), f"{vw}.train.held_out"),
                                   train_limit=t.get("train_limit"),
                                   generalization=_strings(t.get("generalization"), f"{vw}.train.generalization"),
-                                  checkpoint=t.get("checkpoint"))
+                                  checkpoint=t.get("checkpoint"), module=str(t.get("module", "cross-encoder")),
+                                  pretrain=_mapping(t.get("pretrain"), f"{vw}.train.pretrain") or None,
+                                  rounds=_mapping(t.get("rounds"), f"{vw}.train.rounds"),
+                                  ablations=_strings(t.get("ablations"), f"{vw}.train.ablations"))
+                bad = set(train.ablations) - set(ABLATIONS)
+                if bad:
+                    raise RobustevalError(f"compare config: {vw}.train.ablations: unknown {sorted(bad)}; "
+                                          f"choose from {', '.join(ABLATIONS)}")
             victims.append(VictimSpec(name=str(v["name"]), label=str(v.get("label") or v["name"]),
                                       options=_mapping(v.get("options"), f"{vw}.options"), train=train))
         labels = [v.label for v in victims]

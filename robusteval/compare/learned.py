@@ -1,34 +1,37 @@
-"""Training the learned victims of a comparison: base, adversarially trained, per family.
+"""Training the learned victims of a comparison: base, adversarially trained, per family, ablations.
 
-For a victim with a ``train:`` block (a LoRA cross-encoder, trained with
-:func:`robusteval.training.harden.train_round`):
+For a victim with a ``train:`` block, through the one round loop of
+:mod:`robusteval.training.rounds`:
 
-* ``base`` — trained on the human judgments of the train split (or taken from
-  ``train.checkpoint``); it is the *plain* variant;
-* the base is attacked on the train contexts with the training attacks; the examples that
-  fooled it are kept (``train_attacks/``);
-* ``trained`` — the base trained further on human judgments + all those examples;
-* ``family-<X>`` — the base trained further on family X's examples alone, for the
-  generalization matrix (train on X, attack with Y).
+* ``base`` — round 0: optional self-supervised pre-training, then the human judgments of the
+  train split (or ``train.checkpoint``, measured as is); it is the *plain* variant;
+* ``trained`` — adversarial rounds from the base: each attacks the current model on the train
+  contexts with the training attacks and trains on what fooled it; the model kept is the best
+  on the validation objective (clean Spearman, ASR on the validation contexts) among rounds
+  that keep validation Spearman within the tolerance;
+* ``family-<X>`` — one round on family X's examples alone, from attacking the base (the
+  generalization matrix: train on X, attack with Y);
+* ``ablation-<name>`` — the same rounds with one part off: ``no-consistency`` (R+ rewrites
+  lose their consistency loss), ``no-embedding-adversary``, ``offline`` (examples from
+  attacking the base only).
 
-Every model folder records ``round.json`` when its training finished; a resumed comparison
+Every model folder records ``fit.json`` when its training finished; a resumed comparison
 reuses finished models and retrains unfinished ones from scratch (same seed, same result).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import shutil
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from robusteval.compare.config import CompareConfig, SuiteSpec, TrainSpec
 from robusteval.errors import RobustevalError
-from robusteval.results import write_json
+from robusteval.training.rounds import RoundsSpec, adversarial_rounds, measure, round_settings, train_base
 from robusteval.types import Sample
 
 SPLIT_KEYS = ("val_fraction", "test_fraction", "seed")
@@ -63,42 +66,37 @@ def quiet_lightning() -> Iterator[None]:
                 lg.setLevel(level)
 
 
-def fit_once(folder: Path, model_args: dict[str, Any], dargs: dict[str, Any], epochs: int, init: str | None,
-             resume: bool) -> dict[str, Any]:
-    """Train one model into ``folder`` (``export/`` adapter) unless a finished one is there."""
-    from robusteval.training.harden import train_round
-
-    done = folder / "round.json"
-    if done.is_file():
-        if not resume:
-            raise FileExistsError(f"{folder} holds a trained model: pass --resume to reuse it, or choose "
-                                  "another --out-dir")
-        return json.loads(done.read_text(encoding="utf-8"))
-    if folder.exists():
-        shutil.rmtree(folder)  # an unfinished run: start it again from scratch
-    with quiet_lightning():
-        export, test_metrics = train_round(folder, model_args, dargs, epochs, init)
-    record = {"export": export, "init": init, "epochs": epochs,
-              "test_metrics": {k: round(v, 6) for k, v in sorted(test_metrics.items())}}
-    write_json(done, record)
-    return record
+def variant_settings(train: TrainSpec, ablation: str | None = None) -> tuple[dict[str, Any], RoundsSpec]:
+    """Module arguments and round settings of the trained variant, or of one ablation of it."""
+    model, spec = round_settings(train.model, {"epochs": train.round_epochs, "train_limit": train.train_limit,
+                                               **train.rounds})
+    if ablation == "no-consistency":
+        model["consistency_weight"] = 0.0
+    elif ablation == "no-embedding-adversary":
+        model["embed_adv_weight"] = 0.0
+    elif ablation == "offline":
+        spec = replace(spec, online=False)
+    elif ablation is not None:
+        raise RobustevalError(f"unknown ablation {ablation!r}")
+    return model, spec
 
 
-def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_samples: Sequence[Sample],
+def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: dict[str, Sequence[Sample]],
                  all_attack_names: Sequence[str], out: Path, resume: bool, data_dir: str | None,
                  load: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
-    """Base, trained and per-family models (see the module docstring). Returns their records
-    (exports, test metrics) and the base as a metric (``load(export)``), loaded once: it is
-    attacked here for training examples and is the comparison's plain variant."""
+    """Base, trained, per-family and ablation models (see the module docstring), all through
+    the one round loop of :mod:`robusteval.training.rounds`. ``pools`` holds the suite's
+    ``train`` and ``val`` contexts. Returns the records (exports, validation and test metrics,
+    rounds) and the base as a metric (``load(export)``): the comparison's plain variant."""
     from robusteval import attacks
-    from robusteval.asr import as_row, summarize, training_example
-    from robusteval.attacks.runner import run_attacks
 
     dargs = data_args(train, suite, cfg, data_dir)
-    if train.checkpoint:
-        base = {"export": train.checkpoint, "init": None, "epochs": 0, "test_metrics": {}}
-    else:
-        base = fit_once(out / "base", train.model, dargs, train.epochs, None, resume)
+    kind = train.module
+    with quiet_lightning():
+        if train.checkpoint:
+            base = measure(out / "base", kind, train.checkpoint, train.model, dargs, resume)
+        else:
+            base = train_base(out / "base", kind, train.model, dargs, train.epochs, train.pretrain, resume)
     chosen = attacks.select(train.attacks or list(all_attack_names), cfg.seed, suite.attack_options)
     held = set(train.held_out)
     train_attacks = [a for a in chosen if a.family not in held]
@@ -106,23 +104,30 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, train_s
     if unknown:
         raise RobustevalError(f"generalization families {sorted(unknown)} are not among the training attacks' "
                               "families (or are held out)")
-    pool = list(train_samples)[: train.train_limit]
-    victim = load(base["export"])
-    adv_dir = out / "train_attacks"
-    log = run_attacks(pool, train_attacks, victim, adv_dir / "results.jsonl", resume=resume, budget=cfg.budget,
-                      dataset=suite.dataset, criteria=cfg.criteria)
-    rows = list(log)
-    write_json(adv_dir / "summary.json", {"dataset": suite.dataset, "attacks": summarize(rows)})
-    fooled_by_family: dict[str, int] = {}
-    for r in map(as_row, rows):
-        if training_example(r):
-            fooled_by_family[r.family] = fooled_by_family.get(r.family, 0) + 1
-    adv = {"adversarial": [str(adv_dir)], "only_successful": True}
-    trained = fit_once(out / "trained", train.model, {**dargs, **adv}, train.round_epochs, base["export"], resume)
-    by_family = {fam: fit_once(out / f"family-{fam}", train.model, {**dargs, **adv, "adversarial_families": [fam]},
-                               train.round_epochs, base["export"], resume)
+    reuse: dict[str, Any] = {}
+
+    def harden(folder: str, model: dict[str, Any], spec: RoundsSpec) -> dict[str, Any]:
+        with quiet_lightning():
+            result = adversarial_rounds(out / folder, kind=kind, model_args=model, data_args=dargs, base=base,
+                                        train_pool=pools["train"], val_pool=pools["val"], attacks=train_attacks,
+                                        spec=spec, budget=cfg.budget, dataset=suite.dataset, criteria=cfg.criteria,
+                                        resume=resume, reuse=reuse)
+        chosen_round = result["chosen"]
+        return {"export": chosen_round["export"], "chosen_round": chosen_round["round"], "test": chosen_round["test"],
+                "rounds": [{k: r[k] for k in ("round", "val_spearman", "val_asr", "objective", "valid", "kept",
+                                              "added")} for r in result["rounds"]]}
+
+    model, spec = variant_settings(train)
+    trained = harden("trained", model, spec)
+    # the generalization matrix: one round on family X's examples from attacking the base
+    by_family = {fam: harden(f"family-{fam}", model, replace(spec, families=[fam], rounds=1))
                  for fam in train.generalization}
-    return {"base": base, "trained": trained, "by_family": by_family,
+    ablations = {}
+    for name in train.ablations:
+        amodel, aspec = variant_settings(train, name)
+        ablations[name] = harden(f"ablation-{name}", amodel, aspec)
+    return {"base": {"export": base.export, "val": base.val, "test": base.test}, "trained": trained,
+            "by_family": by_family, "ablations": ablations, "module": kind,
             "train_attacks": sorted(a.name for a in train_attacks), "held_out": sorted(held),
-            "train_contexts_attacked": len(pool),
-            "examples_added_by_family": dict(sorted(fooled_by_family.items()))}, victim
+            "train_contexts_attacked": len(list(pools["train"])[: spec.train_limit]),
+            "val_contexts_attacked": len(list(pools["val"])[: spec.val_limit])}, load(base.export)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.asr import asr_table, counted, overall
+from robusteval.asr import asr_table, by_direction, counted, overall
 from robusteval.compare.config import CompareConfig, SuiteSpec, VictimSpec
 from robusteval.compare.guarding import (
     adversarial_suspicion,
@@ -78,13 +78,22 @@ class SuiteData:
         chosen = select(everything, suite.select, suite.select_aspect)
         self.test = [s for s in chosen if split[s.id] == "test"][: suite.limit]
         self.train = [s for s in chosen if split[s.id] == "train"]
+        self.val = [s for s in chosen if split[s.id] == "val"]
         if not self.test:
             raise RobustevalError(f"suite {suite.name}: no test contexts in {suite.dataset} "
                                   f"(test_fraction {tf}); raise it or use a larger dataset")
         self.correlation: dict[str, list[Sample]] = {}
         for name in suite.correlation:
+            base_name, _, part = name.partition(":")
             if name == suite.dataset:  # in-domain: every rated response of the test contexts
                 self.correlation[f"{name} (test split)"] = [s for s in everything if split[s.id] == "test"]
+            elif part == "test":  # another in-domain set: its test contexts, split as training splits it
+                other = data.load(base_name, folder)
+                self.correlation[f"{base_name} (test split)"] = [
+                    s for s in other if split_of(base_name, s, vf, tf, cfg.seed) == "test"]
+            elif part:
+                raise RobustevalError(f"suite {suite.name}: correlation {name!r}: write NAME (the whole set, "
+                                      "zero-shot) or NAME:test (its test split)")
             else:
                 self.correlation[name] = data.load(name, folder)
 
@@ -185,17 +194,24 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     models: dict[str, Any] = {}
     training: dict[str, Any] | None = None
     family_models: dict[str, Any] = {}
+    ablation_models: dict[str, Any] = {}
     if victim.train is not None:
-        if victim.name != "cross-encoder":
-            raise RobustevalError(f"victim {victim.label}: train: is supported for the cross-encoder metric "
-                                  f"(LoRA over a HF encoder), not {victim.name!r}")
-        def load(export: str) -> Any:
-            return metrics.load("cross-encoder", **{**victim.options, "checkpoint": export})
+        from robusteval.training.rounds import load_victim
 
-        training, models["plain"] = train_victim(victim.train, suite, cfg, sd.train, suite.attacks, out / "training",
-                                                 resume, data_dir, load)
+        expected = {"cross-encoder": "cross-encoder", "boolqa": "unieval"}.get(victim.train.module)
+        if victim.name != expected:
+            raise RobustevalError(f"victim {victim.label}: train.module {victim.train.module!r} trains the "
+                                  f"{expected!r} metric, not {victim.name!r}")
+        train_spec = victim.train
+
+        def load(export: str) -> Any:
+            return load_victim(train_spec.module, export, train_spec.model, victim.options)
+
+        training, models["plain"] = train_victim(victim.train, suite, cfg, {"train": sd.train, "val": sd.val},
+                                                 suite.attacks, out / "training", resume, data_dir, load)
         models["trained"] = load(training["trained"]["export"])
         family_models = {f: load(rec["export"]) for f, rec in training["by_family"].items()}
+        ablation_models = {a: load(rec["export"]) for a, rec in training["ablations"].items()}
     else:
         models["plain"] = metrics.load(victim.name, **victim.options)
     for base in list(models):
@@ -232,6 +248,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
             used = direct
         corr = correlations(metric, sd.correlation, vdir / "scores", resume, cfg.n_boot, cfg.seed)
         entry: dict[str, Any] = {"available": True, "asr": asr_table(used), "overall": overall(used),
+                                 "by_direction": by_direction(used),
                                  "correlation": corr, "mean_spearman": mean_spearman(corr),
                                  "scores": score_distributions(used),
                                  "model_calls": int(sum(r["model_calls"] for r in used))}
@@ -243,6 +260,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     if training is not None:
         result["training"] = training_summary(training, out)
         result["generalization"] = generalization(victim, suite, sd, cfg, rows, family_models, out, resume)
+        result["ablation"] = ablation(suite, sd, cfg, rows, ablation_models, training, out, resume)
     return result, rows["guarded"]["transfer"]
 
 
@@ -279,17 +297,43 @@ def generalization(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Com
             "primary": {row: {c: (t.get(c) or {}).get("primary") for c in columns} for row, t in table.items()}}
 
 
+def ablation(suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, rows: dict[str, dict[str, list[dict[str, Any]]]],
+             models: dict[str, Any], training: dict[str, Any], out: Path, resume: bool) -> dict[str, Any]:
+    """ASR per attack family (primary criterion, with intervals) and test Spearman of the hardened
+    model with one part switched off, beside the base and the full hardened model."""
+    from robusteval import attacks
+    from robusteval.attacks.runner import run_attacks
+
+    if not models:
+        return {}
+    logs = {"base": rows["plain"]["direct"], "hardened": rows["trained"]["direct"]}
+    spearman = {"base": training["base"]["test"].get("test_spearman"),
+                "hardened": training["trained"]["test"].get("test_spearman")}
+    for name, metric in models.items():
+        fresh = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
+        log = run_attacks(sd.test, fresh, metric, out / "ablation" / name / "results.jsonl", resume=resume,
+                          budget=cfg.budget, dataset=suite.dataset, criteria=cfg.criteria)
+        logs[name] = list(log)
+        spearman[name] = training["ablations"][name]["test"].get("test_spearman")
+    tables = {name: asr_table(rows_) for name, rows_ in logs.items()}
+    columns = sorted({k for t in tables.values() for k in t})
+    return {"rows": list(tables), "attack_families": columns, "test_spearman": spearman,
+            "primary": {row: {c: (t.get(c) or {}).get("primary") for c in columns} for row, t in tables.items()},
+            "overall": {row: overall(rows_) for row, rows_ in logs.items()}}
+
+
 def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
     def rel_path(p: str | None) -> str | None:
         return p if not p or not Path(p).is_relative_to(out) else str(Path(p).relative_to(out))
 
     def rel(rec: dict[str, Any]) -> dict[str, Any]:
-        return {**rec, "export": rel_path(rec["export"]), "init": rel_path(rec.get("init"))}
+        return {**rec, "export": rel_path(rec["export"])}
 
     return {"base": rel(training["base"]), "trained": rel(training["trained"]),
             "by_family": {k: rel(v) for k, v in training["by_family"].items()},
-            **{k: training[k] for k in ("train_attacks", "held_out", "train_contexts_attacked",
-                                         "examples_added_by_family")}}
+            "ablations": {k: rel(v) for k, v in training["ablations"].items()},
+            **{k: training[k] for k in ("module", "train_attacks", "held_out", "train_contexts_attacked",
+                                         "val_contexts_attacked")}}
 
 
 def check_names(cfg: CompareConfig) -> None:
@@ -310,7 +354,7 @@ def check_names(cfg: CompareConfig) -> None:
             raise UnknownNameError(f"unknown clean set {name!r} (known: {', '.join(sorted(CLEAN_SETS))})")
     for suite in cfg.suites:
         for name in [suite.dataset, *suite.correlation]:
-            data.info(name)
+            data.info(name.removesuffix(":test"))
         adaptive_attacks(suite, cfg)  # unknown attacks and adaptive names outside the suite fail here
         for v in suite.victims:
             metrics.info(v.name)

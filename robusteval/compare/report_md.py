@@ -34,14 +34,25 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
             for variant in available(victim):
                 e = victim["variants"][variant]
                 flagged = [c["_flagged"]["rate"] for c in e["correlation"].values() if "_flagged" in c]
+                d = e.get("by_direction") or {}
                 rows.append([sname, vname, LABEL[variant], pct_ci(e["overall"]),
-                             f"{e['overall']['successes']}/{e['overall']['n']}", num(e["mean_spearman"]),
-                             pct(sum(flagged) / len(flagged)) if flagged else "–"])
+                             f"{e['overall']['successes']}/{e['overall']['n']}",
+                             *(f"{pct_ci(d[k])} ({d[k]['successes']}/{d[k]['n']})" if d.get(k) and d[k]["n"] else "–"
+                               for k in ("R-", "R+")),
+                             num(e["mean_spearman"]), pct(sum(flagged) / len(flagged)) if flagged else "–"])
     return rows
 
 
-HEADLINE = ["suite", "victim", "variant", "ASR % [95% CI]", "fooled / attacked", "mean Spearman",
-            "rated text flagged %"]
+HEADLINE = ["suite", "victim", "variant", "ASR % [95% CI]", "fooled / attacked", "R- ASR %",
+            "R+ invariance failures %", "mean Spearman", "rated text flagged %"]
+
+
+def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Per model (base, hardened, each ablation): overall ASR, ASR per family, test Spearman."""
+    cols = ab["attack_families"]
+    rows = [[row, pct_ci(ab["overall"][row]), *(pct_ci(ab["primary"][row].get(c)) for c in cols),
+             num(ab["test_spearman"].get(row))] for row in ab["rows"]]
+    return ["model", "overall ASR %", *cols, "test Spearman (mean)"], rows
 
 
 def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -152,6 +163,10 @@ def markdown(report: dict[str, Any]) -> str:
                                  [[row, *(pct_ci((gen.get("primary") or {}).get(row, {}).get(c)) if "primary" in gen
                                           else pct(vals.get(c)) for c in cols)]
                                   for row, vals in gen["asr"].items()]), ""]
+            ab = victim.get("ablation")
+            if ab:
+                lines += [f"### {vname}: ablation (hardened with one part switched off)", "",
+                          *table(*ablation_rows(ab)), ""]
     g = report["guard"]
     lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
               f"`{g['thresholds_file']}`.", ""]

@@ -43,11 +43,13 @@ class ScorerConfig:
     pooling: str = "mean"  # "mean" (real tokens), "mean_all" (every position), "cls"
     max_length: int = 256
     pad_to_max: bool = False
-    truncate_context_from: str = "left"  # keep the most recent turns
+    truncate_context_from: str = "left"  # "left": keep the most recent turns; "right": keep a document's
+    # start; "middle": keep its head and tail
     invert: bool = False  # score = (1 - p) instead of p
     turn_separator: str = "\n"
 
 
+TRUNCATIONS = ("left", "right", "middle")
 POE_CONVENTIONS = dict(pooling="mean_all", max_length=256, pad_to_max=True,
                        truncate_context_from="left", invert=True)
 
@@ -64,8 +66,10 @@ def build_scorer_module(encoder: Any, pooling: str) -> Any:
             self.pooling = pooling
             self.head = nn.Linear(encoder.config.hidden_size, 1)
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        def forward(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor,
+                    inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                  inputs_embeds=inputs_embeds).last_hidden_state
             if self.pooling == "cls":
                 pooled = hidden[:, 0]
             elif self.pooling == "mean_all":
@@ -78,9 +82,27 @@ def build_scorer_module(encoder: Any, pooling: str) -> Any:
     return CrossEncoderScorer()
 
 
+def cut(tokens: list[int], room: int, side: str) -> list[int]:
+    """``tokens`` cut to ``room``: from the left (keep the end), the right (keep the start) or the
+    middle (keep the first and last halves)."""
+    if len(tokens) <= room:
+        return tokens
+    if room <= 0:
+        return []
+    if side == "left":
+        return tokens[-room:]
+    if side == "right":
+        return tokens[:room]
+    if side == "middle":
+        head = (room + 1) // 2
+        return tokens[:head] + tokens[len(tokens) - (room - head):] if room - head else tokens[:head]
+    raise ValueError(f"truncate_context_from must be one of {TRUNCATIONS}, got {side!r}")
+
+
 def encode_pairs(tokenizer: Any, contexts: Sequence[str], responses: Sequence[str],
                  cfg: ScorerConfig) -> dict[str, Any]:
-    """Tokenize (context, response) pairs; the context is cut from ``truncate_context_from``."""
+    """Tokenize (context, response) pairs; an over-long context is cut at ``truncate_context_from``
+    (:func:`cut`)."""
     import torch
 
     cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
@@ -92,7 +114,7 @@ def encode_pairs(tokenizer: Any, contexts: Sequence[str], responses: Sequence[st
         # an over-long response keeps its first half-window so some context still fits
         r = r[: max(1, cfg.max_length // 2)] if len(r) > cfg.max_length - 4 else r
         room = cfg.max_length - len(r) - 3
-        c = (c[-room:] if room > 0 else []) if cfg.truncate_context_from == "left" else c[:max(room, 0)]
+        c = cut(c, max(room, 0), cfg.truncate_context_from)
         rows.append([cls_id, *c, sep_id, *r, sep_id])
     width = cfg.max_length if cfg.pad_to_max else max(len(x) for x in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0

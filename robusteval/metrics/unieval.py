@@ -60,14 +60,18 @@ def fields_for(sample: Sample, task: str) -> dict[str, str]:
     return {"source": source, "reference": sample.reference or "", "fact": sample.fact or ""}
 
 
-def yes_probability(model: Any, input_ids: Any, attention_mask: Any, yes: int, no: int) -> Any:
+def yes_probability(model: Any, input_ids: Any, attention_mask: Any, yes: int, no: int,
+                    inputs_embeds: Any = None) -> Any:
     """P(Yes) / (P(Yes) + P(No)) at the first decoder step (a tensor with gradients); UniEval's
-    score, shared by the metric and the Boolean-QA training module."""
+    score, shared by the metric and the Boolean-QA training module (which passes
+    ``inputs_embeds`` instead of ``input_ids`` for its embedding adversary)."""
     import torch
 
     start = model.config.decoder_start_token_id
-    dec = torch.full((input_ids.shape[0], 1), start, dtype=torch.long, device=input_ids.device)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=dec).logits[:, 0, :]
+    ref = input_ids if input_ids is not None else inputs_embeds
+    dec = torch.full((ref.shape[0], 1), start, dtype=torch.long, device=ref.device)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=dec,
+                   inputs_embeds=inputs_embeds).logits[:, 0, :]
     return torch.softmax(logits.float()[:, [yes, no]], dim=-1)[:, 0]
 
 

@@ -1,0 +1,104 @@
+"""Self-supervised pre-training data for dialogue evaluators, the way USR, GRADE and PoE train
+their response scorers before (or instead of) human labels.
+
+Every dialogue context of the named datasets yields positives: each turn given the turns
+before it (human-written continuations), target 1. Each positive gets ``per_positive``
+negatives, target 0, paired with the positive for the margin loss (the positive must score
+``margin`` above each of its negatives). The negative kinds:
+
+* ``random`` — a turn from another dialogue (USR's MLM/retrieval negatives, GRADE's and PoE's
+  random responses);
+* ``shuffled`` — the positive's words in a shuffled order (incoherent, same words);
+* ``truncated`` — the positive cut to its first half of words (an unfinished reply);
+* ``context_copy`` — the last context turn repeated as the reply (the degenerate reply that
+  fools UniEval's coherence in Vasselli & Watanabe, §4).
+
+Contexts keep the split of the dataset they come from (a hash of dataset and context, as in
+:func:`robusteval.training.data.split_of`), so a test context is never pre-trained on.
+Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from robusteval.errors import RobustevalError
+from robusteval.types import Sample
+
+if TYPE_CHECKING:
+    from robusteval.training.data import Item
+
+NEGATIVE_KINDS = ("random", "shuffled", "truncated", "context_copy")
+
+
+def continuations(samples: Sequence[Sample]) -> list[Sample]:
+    """(turns before, turn) pairs from every distinct context of ``samples`` (and, where the
+    response is the dataset's human ground truth, that response after the whole context)."""
+    out: list[Sample] = []
+    seen: set[str] = set()
+    for s in samples:
+        key = s.context_key()
+        if key in seen:
+            continue
+        seen.add(key)
+        turns = [t for t in s.context if t.strip()]
+        for k in range(1, len(turns)):
+            out.append(Sample(id=f"{s.id}#ssl{k}", task="dialogue", response=turns[k], context=tuple(turns[:k]),
+                              meta={"dataset": s.meta.get("dataset"), "ssl": "positive",
+                                    "context_of": key}))
+    return out
+
+
+def negative(kind: str, pos: Sample, others: Sequence[Sample], rng: random.Random) -> str | None:
+    """The text of one negative of ``kind`` for ``pos`` (None if it cannot be made)."""
+    words = pos.response.split()
+    if kind == "random":
+        for _ in range(8):
+            o = others[rng.randrange(len(others))]
+            if o.meta.get("context_of") != pos.meta.get("context_of") and o.response != pos.response:
+                return o.response
+        return None
+    if kind == "shuffled":
+        if len(set(words)) < 3:
+            return None
+        for _ in range(8):
+            perm = words[:]
+            rng.shuffle(perm)
+            if perm != words:
+                return " ".join(perm)
+        return None
+    if kind == "truncated":
+        return " ".join(words[: len(words) // 2]) if len(words) >= 4 else None
+    if kind == "context_copy":
+        last = pos.context[-1] if pos.context else ""
+        return last if last.strip() and last != pos.response else None
+    raise RobustevalError(f"unknown negative kind {kind!r} (known: {', '.join(NEGATIVE_KINDS)})")
+
+
+def ssl_items(positives: Sequence[Sample], dataset: str, kinds: Sequence[str], per_positive: int,
+              seed: int) -> list[Item]:
+    """Positives (target 1) and their negatives (target 0, paired with the positive)."""
+    from robusteval.training.data import Item
+
+    bad = [k for k in kinds if k not in NEGATIVE_KINDS]
+    if bad or not kinds:
+        raise RobustevalError(f"self-supervised negatives must be among {NEGATIVE_KINDS}, got {list(kinds)}")
+    if per_positive < 1:
+        raise RobustevalError("per_positive must be >= 1")
+    rng = random.Random(seed)
+    items: list[Item] = []
+    for i, pos in enumerate(positives):
+        items.append(Item(pos, 1.0, "ssl+", dataset))
+        made = 0
+        for j in range(len(kinds)):
+            if made == per_positive:
+                break
+            kind = kinds[(i * per_positive + j) % len(kinds)]  # kinds in rotation, so all appear evenly
+            text = negative(kind, pos, positives, rng)
+            if text is None or not text.strip():
+                continue
+            items.append(Item(pos.with_response(text, ssl=kind), 0.0, "ssl-", dataset, original=pos, family=kind))
+            made += 1
+    return items
