@@ -343,3 +343,22 @@ def test_mpnet_backbone_names_its_setup_command(monkeypatch, tmp_path) -> None:
     with pytest.raises(MissingResourceError, match="unknown backbone"):
         backbone_dir("bert-huge")
     assert np.all([backbone_dir("minilm").is_dir()])
+
+
+def test_validation_logs_ssl_accuracy_and_invariance_failures(tiny_bert) -> None:
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    m = CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4)
+    logged: dict[str, float] = {}
+    m.log = lambda name, value, **kw: logged.__setitem__(name, value)  # type: ignore[method-assign]
+    m._eval_rows = [
+        {"kind": "ssl-", "dataset": "d", "family": "random", "pred": 0.2, "target": 0.0, "orig": 0.9},
+        {"kind": "ssl-", "dataset": "d", "family": "random", "pred": 0.95, "target": 0.0, "orig": 0.9},
+        {"kind": "ssl-", "dataset": "d", "family": "shuffled", "pred": 0.1, "target": 0.0, "orig": 0.9},
+        {"kind": "adv+", "dataset": "d", "family": "f", "pred": 0.500, "target": 0.5, "orig": 0.505},  # 0.5 point
+        {"kind": "adv+", "dataset": "d", "family": "f", "pred": 0.40, "target": 0.5, "orig": 0.50},  # 10 points
+    ]
+    m._log_eval("val")
+    assert logged["val_ssl_accuracy"] == pytest.approx(2 / 3)
+    assert logged["val_ssl_accuracy/random"] == pytest.approx(0.5) and logged["val_ssl_accuracy/shuffled"] == 1.0
+    assert logged["val_invariance_failures"] == pytest.approx(0.5)  # tolerance 1 point on the 0-100 scale

@@ -25,7 +25,10 @@ switched by their weights.
 
 Validation / test log Spearman with the human targets per dataset (``val_spearman`` is the
 mean over datasets) and ``val_asr``: the share of held-out R− adversarial examples that the
-model scores at least as high as their originals (the beats-reference criterion). Checkpoints
+model scores at least as high as their originals (the beats-reference criterion),
+``val_invariance_failures`` on held-out R+ rewrites and, for self-supervised pairs,
+``val_ssl_accuracy`` (negatives scored below their positive, overall and per negative kind).
+Checkpoints
 keep only trainable parameters (LoRA adapters and the head), and the
 :class:`~robusteval.training.checkpoint_io.SafeCheckpointIO` plugin writes them without
 pickles. Each training step reseeds torch from (``seed``, step), and the data order depends
@@ -215,6 +218,14 @@ class EvaluatorModule(pl.LightningModule):
                 fams[r["family"] or "unknown"].append(r["pred"] >= r["orig"])
             for fam, hits in sorted(fams.items()):
                 self.log(f"{prefix}_asr/{fam}", float(proportion(hits)["rate"]))
+        ssl = [r for r in rows if r["kind"] == "ssl-" and r["orig"] is not None]
+        if ssl:  # self-supervised pairs: how often a negative scores below its positive
+            self.log(f"{prefix}_ssl_accuracy", float(np.mean([r["pred"] < r["orig"] for r in ssl])))
+            kinds: dict[str, list[bool]] = defaultdict(list)
+            for r in ssl:
+                kinds[r["family"] or "unknown"].append(r["pred"] < r["orig"])
+            for kind, hits in sorted(kinds.items()):
+                self.log(f"{prefix}_ssl_accuracy/{kind}", float(np.mean(hits)))
         same = [r for r in rows if r["kind"] == "adv+" and r["orig"] is not None]
         if same:
             from robusteval.attacks.criteria import Criteria
