@@ -362,3 +362,21 @@ def test_validation_logs_ssl_accuracy_and_invariance_failures(tiny_bert) -> None
     assert logged["val_ssl_accuracy"] == pytest.approx(2 / 3)
     assert logged["val_ssl_accuracy/random"] == pytest.approx(0.5) and logged["val_ssl_accuracy/shuffled"] == 1.0
     assert logged["val_invariance_failures"] == pytest.approx(0.5)  # tolerance 1 point on the 0-100 scale
+
+
+def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
+    """A base given as a checkpoint is measured (validation and test metrics), not retrained;
+    a finished fit is reused only under resume."""
+    from robusteval.training.rounds import fit, measure
+
+    dargs = {"datasets": ["quickstart-dialogue"], "batch_size": 8, "val_fraction": 0.3, "test_fraction": 0.3}
+    model = {"checkpoint": str(tiny_bert), "lora_r": 4, "max_length": 64}
+    fitted = fit(tmp_path / "a", "cross-encoder", model, dargs, 1)
+    assert "val_spearman" in fitted.val and "test_spearman" in fitted.test
+    with pytest.raises(FileExistsError, match="--resume"):
+        fit(tmp_path / "a", "cross-encoder", model, dargs, 1)
+    assert fit(tmp_path / "a", "cross-encoder", model, dargs, 1, resume=True) == fitted
+    again = measure(tmp_path / "m", "cross-encoder", fitted.export, model, dargs)
+    assert again.export == fitted.export and again.epochs == 0
+    assert again.val["val_spearman"] == pytest.approx(fitted.val["val_spearman"], abs=1e-5)
+    assert again.test["test_spearman"] == pytest.approx(fitted.test["test_spearman"], abs=1e-5)
