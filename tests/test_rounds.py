@@ -46,9 +46,11 @@ def test_a_round_that_lowers_validation_spearman_is_not_kept_and_the_next_contin
     script = {"r0": (0.40, 0.5), str(tmp_path / "round_1" / "model" / "export"): (0.30, 0.0),
               str(tmp_path / "round_2" / "model" / "export"): (0.395, 0.25)}
     inits: list[str | None] = []
+    lrs: list[float] = []
 
     def fake_fit(folder, kind, model_args, data_args, epochs, init=None, resume=False, accelerator="auto"):
         inits.append(init)
+        lrs.append(model_args["lr"])
         export = str(folder / "export")
         return Fitted(export=export, init=init, epochs=epochs, val={"val_spearman": script[export][0]})
 
@@ -60,13 +62,14 @@ def test_a_round_that_lowers_validation_spearman_is_not_kept_and_the_next_contin
     monkeypatch.setattr(rounds, "load_victim", lambda *a, **k: object())
     monkeypatch.setattr(runner, "run_attacks", lambda *a, **k: [])
     base = Fitted(export="r0", init=None, epochs=1, val={"val_spearman": 0.40})
-    out = adversarial_rounds(tmp_path, kind="cross-encoder", model_args={}, data_args={}, base=base,
+    out = adversarial_rounds(tmp_path, kind="cross-encoder", model_args={"lr": 0.01}, data_args={}, base=base,
                              train_pool=[], val_pool=[], attacks=[object()], spec=RoundsSpec(rounds=2, tolerance=0.02),
                              budget=1, dataset="d", criteria=None)
     r = out["rounds"]
     assert [x["valid"] for x in r] == [True, False, True]
     assert not r[1]["kept"] and r[2]["kept"] and out["chosen"]["round"] == 2
-    assert inits == ["r0", "r0"]  # round 2 continued the base: the rejected round was dropped
+    assert inits == ["r0", "r0"]  # round 2 continued the base: the rejected round was dropped ...
+    assert lrs == [0.01, 0.005]  # ... with a smaller step (backoff 0.5)
     saved = json.loads((tmp_path / "rounds.json").read_text())
     assert [x["kept"] for x in saved["rounds"]] == [False, False, True]
 

@@ -13,7 +13,9 @@ learned victims of ``robusteval compare``.
   of the training attacks re-run against the round's model on the *validation* contexts. A
   round whose validation Spearman falls more than ``tolerance`` below the base's is never
   kept, whatever its ASR (:func:`choose`), and the next round continues from the last kept
-  model. ``online: false`` attacks only the base (the offline ablation).
+  model with its learning rate multiplied by ``backoff`` (the same step on the same examples
+  would only repeat the rejected round). ``online: false`` attacks only the base (the offline
+  ablation).
 
 AdvEval (Chen et al. 2024, §4.4, Table 6) is the pattern: attack the evaluator, train on the
 successful adversarial examples, attack again. The consistency loss for meaning-preserving
@@ -177,6 +179,7 @@ class RoundsSpec:
     val_limit: int | None = None  # validation contexts attacked per round
     families: list[str] | None = None  # train on these families' examples only (generalization matrix)
     replay: float = 1.0  # share of the human-judged train items replayed in each round
+    backoff: float = 0.5  # after a round the gate rejects, the next one trains with lr x backoff
 
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> RoundsSpec:
@@ -189,7 +192,7 @@ class RoundsSpec:
 
 
 # module arguments that only the adversarial rounds use (the base trains without them)
-ROUND_LOSSES = ("consistency_weight", "embed_adv_weight", "embed_eps", "embed_steps", "margin", "margin_weight")
+ROUND_LOSSES = ("consistency_weight", "embed_adv_weight", "embed_eps", "embed_steps", "margin", "margin_weight", "lr")
 
 
 def round_settings(model_args: dict[str, Any], raw: dict[str, Any] | None) -> tuple[dict[str, Any], RoundsSpec]:
@@ -264,10 +267,19 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
                 "objective": objective(rho, v.get("asr"), spec.asr_weight),
                 "test": fitted.test}
 
-    records = [{**measured(0, base), "valid": True, "kept": True, "added": 0}]
+    import inspect
+
+    if not 0 < spec.backoff <= 1:
+        raise RobustevalError(f"rounds.backoff must be in (0, 1], got {spec.backoff}")
+    lr = float(model_args.get("lr") or inspect.signature(module_class(kind)).parameters["lr"].default)
+    records = [{**measured(0, base), "valid": True, "kept": True, "added": 0, "lr": None}]
     kept = 0
     adversarial: list[str] = []
     for k in range(1, spec.rounds + 1):
+        if k > 1 and not records[-1]["valid"]:
+            # the last round traded validity away: retry from the kept model with a smaller step
+            # (the same step on the same examples would only repeat it)
+            lr *= spec.backoff
         rdir = folder / f"round_{k}"
         current = records[kept]["export"]
         if spec.online or k == 1:  # offline: the base's examples, attacked once, reused every round
@@ -280,13 +292,15 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
                 memo[key] = (str(rdir / "train_attacks"), [as_row(r) for r in log])
             where, rows = memo[key]
             added = sum(training_example(r) and (spec.families is None or r.family in spec.families) for r in rows)
-            adversarial.append(where)
+            if where not in adversarial:  # the same model attacked again: its examples count once
+                adversarial.append(where)
         else:
             added = 0
         dargs = {**data_args, "adversarial": list(adversarial), "only_successful": True,
                  "adversarial_families": spec.families, "human_share": spec.replay}
-        fitted = fit(rdir / "model", kind, model_args, dargs, spec.epochs, current, resume, accelerator)
+        fitted = fit(rdir / "model", kind, {**model_args, "lr": lr}, dargs, spec.epochs, current, resume, accelerator)
         rec = measured(k, fitted)
+        rec["lr"] = lr
         rec["valid"] = rec["val_spearman"] >= records[0]["val_spearman"] - spec.tolerance - 1e-12
         rec["added"] = added
         records.append(rec)
