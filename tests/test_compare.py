@@ -228,6 +228,8 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     md = (out / "report.md").read_text()
     assert "## Headline" in md and "generalization" in md and "adaptive vs transfer" in md
     assert "R+ invariance failures" in md and "ablation" in md
+    page = (out / "report.html").read_text()
+    assert "Ablation: the hardened model" in page and "R+ invariance failures" in page
 
 
 def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:

@@ -13,6 +13,7 @@ from robusteval.compare.report_md import (
     FLAGGED,
     HEADLINE,
     LABEL,
+    ablation_rows,
     adaptive_rows,
     asr_rows,
     available,
@@ -113,6 +114,10 @@ def render(report: dict[str, Any]) -> str:
                 parts.append(figure("generalization", plots.generalization_heatmap(gen, f"{vname}: train on X, "
                                                                                      "attack with Y"),
                                     "ASR of models adversarially trained on one family (rows) per attack family."))
+            ab = victim.get("ablation")
+            if ab:
+                parts.append("<h4>Ablation: the hardened model with one part switched off</h4>")
+                parts.append(table(*ablation_rows(ab), "ablation"))
     g = report["guard"]
     parts.append("<h2>Guard</h2>")
     parts.append(f"<p>Detectors {esc(', '.join(g['detectors']))}; policy <code>{esc(g['policy'])}</code>; "
