@@ -383,3 +383,17 @@ def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
     assert again.export == fitted.export and again.epochs == 0
     assert again.val["val_spearman"] == pytest.approx(fitted.val["val_spearman"], abs=1e-5)
     assert again.test["test_spearman"] == pytest.approx(fitted.test["test_spearman"], abs=1e-5)
+
+
+def test_without_adv_point_loss_adversarial_examples_get_only_relative_losses(tiny_bert) -> None:
+    from robusteval.training.cross_encoder import CrossEncoderModule
+
+    m = CrossEncoderModule(checkpoint=str(tiny_bert), lora_r=4, adv_point_loss=False, lora_dropout=0.0)
+    m.eval()
+    batch = _batch()
+    with torch.no_grad():
+        parts = m.losses(batch)
+        pred = m.predict([it.sample for it in batch["items"]])
+    # mse over the three human items only; the R- and R+ items keep margin and consistency
+    assert float(parts["mse"]) == pytest.approx(float(((pred[:3] - 0.8) ** 2).mean()), rel=1e-5)
+    assert "margin" in parts and "consistency" in parts

@@ -9,7 +9,9 @@ embedding adversary also :meth:`~EvaluatorModule.embed` (input embeddings of a b
 Losses, per kind of training item (:class:`robusteval.training.data.Item`):
 
 * ``mse`` — every item against its target (human score, 0 for an R− example or a negative,
-  1 for a self-supervised positive, the original's target for an R+ rewrite);
+  1 for a self-supervised positive, the original's target for an R+ rewrite); with
+  ``adv_point_loss=False`` adversarial examples get no point target, only the relative
+  losses below (an R− text is known to be worse than its original, not to be worth 0);
 * ``margin`` — an R− adversarial example or a self-supervised negative must score at least
   ``margin`` below the text it was made from (``margin_weight``);
 * ``consistency`` — an R+ rewrite (meaning kept) is tied to its original's score: the squared
@@ -60,7 +62,7 @@ class EvaluatorModule(pl.LightningModule):
     def __init__(self, loss: str = "mse+margin", margin: float = 0.1, margin_weight: float = 1.0,
                  lr: float = 2e-4, weight_decay: float = 0.01, seed: int = 0, export_dir: str | None = None,
                  consistency_weight: float = 1.0, embed_adv_weight: float = 0.0, embed_eps: float = 0.01,
-                 embed_steps: int = 1) -> None:
+                 embed_steps: int = 1, adv_point_loss: bool = True) -> None:
         super().__init__()
         if loss not in LOSSES:
             raise RobustevalError(f"loss must be one of {LOSSES}, got {loss!r}")
@@ -70,6 +72,7 @@ class EvaluatorModule(pl.LightningModule):
         self.loss_kind, self.margin, self.margin_weight = loss, margin, margin_weight
         self.consistency_weight, self.embed_adv_weight = consistency_weight, embed_adv_weight
         self.embed_eps, self.embed_steps = embed_eps, embed_steps
+        self.adv_point_loss = adv_point_loss
         self.lr, self.weight_decay, self.seed, self.export_dir = lr, weight_decay, seed, export_dir
         self.strict_loading = False  # checkpoints hold the trainable parameters only
         self._eval_rows: list[dict[str, Any]] = []
@@ -103,7 +106,10 @@ class EvaluatorModule(pl.LightningModule):
         pred = self.predict([it.sample for it in items])
         out: dict[str, torch.Tensor] = {}
         if "mse" in self.loss_kind:
-            out["mse"] = self.point_loss(pred, batch["target"].to(pred.device))
+            target = batch["target"].to(pred.device)
+            point = [i for i, it in enumerate(items) if self.adv_point_loss or it.kind not in ("adv-", "adv+")]
+            if point:
+                out["mse"] = self.point_loss(pred[point], target[point])
         below = ([i for i, it in enumerate(items) if it.original is not None and it.kind in MARGIN_KINDS]
                  if "margin" in self.loss_kind else [])
         same = [i for i, it in enumerate(items) if it.original is not None and it.kind == "adv+"]

@@ -46,6 +46,8 @@ class BoolQAModule(EvaluatorModule):
         embed_adv_weight: weight of the embedding-space adversary (0: off).
         embed_eps: radius of the embedding perturbation (L2 per token).
         embed_steps: ascent steps of the embedding adversary.
+        adv_point_loss: give adversarial examples the point (mse) loss against their target
+            too; False leaves them the margin (R-) and consistency (R+) losses only.
     """
 
     def __init__(self, checkpoint: str, task: str = "dialogue", dimension: str = "naturalness", max_length: int = 512,
@@ -53,10 +55,12 @@ class BoolQAModule(EvaluatorModule):
                  target_modules: list[str] | None = None, loss: str = "mse+margin", margin: float = 0.1,
                  margin_weight: float = 1.0, lr: float = 3e-4, weight_decay: float = 0.01, seed: int = 0,
                  export_dir: str | None = None, adapter: str | None = None, consistency_weight: float = 1.0,
-                 embed_adv_weight: float = 0.0, embed_eps: float = 0.01, embed_steps: int = 1) -> None:
+                 embed_adv_weight: float = 0.0, embed_eps: float = 0.01, embed_steps: int = 1,
+                 adv_point_loss: bool = True) -> None:
         super().__init__(loss=loss, margin=margin, margin_weight=margin_weight, lr=lr, weight_decay=weight_decay,
                          seed=seed, export_dir=export_dir, consistency_weight=consistency_weight,
-                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps)
+                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps,
+                         adv_point_loss=adv_point_loss)
         self.save_hyperparameters()
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer

@@ -67,6 +67,8 @@ class CrossEncoderModule(EvaluatorModule):
         embed_adv_weight: weight of the embedding-space adversary (0: off).
         embed_eps: radius of the embedding perturbation (L2 per token).
         embed_steps: ascent steps of the embedding adversary.
+        adv_point_loss: give adversarial examples the point (mse) loss against their target
+            too; False leaves them the margin (R-) and consistency (R+) losses only.
     """
 
     def __init__(self, checkpoint: str | None = None, poe: bool = False, pooling: str = "mean", max_length: int = 256,
@@ -75,10 +77,11 @@ class CrossEncoderModule(EvaluatorModule):
                  margin: float = 0.1, margin_weight: float = 1.0, lr: float = 2e-4, weight_decay: float = 0.01,
                  seed: int = 0, export_dir: str | None = None, truncate_context_from: str = "left",
                  consistency_weight: float = 1.0, embed_adv_weight: float = 0.0, embed_eps: float = 0.01,
-                 embed_steps: int = 1) -> None:
+                 embed_steps: int = 1, adv_point_loss: bool = True) -> None:
         super().__init__(loss=loss, margin=margin, margin_weight=margin_weight, lr=lr, weight_decay=weight_decay,
                          seed=seed, export_dir=export_dir, consistency_weight=consistency_weight,
-                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps)
+                         embed_adv_weight=embed_adv_weight, embed_eps=embed_eps, embed_steps=embed_steps,
+                         adv_point_loss=adv_point_loss)
         self.save_hyperparameters()
         if truncate_context_from not in TRUNCATIONS:
             raise RobustevalError(f"truncate_context_from must be one of {TRUNCATIONS}, got {truncate_context_from!r}")

@@ -192,7 +192,8 @@ class RoundsSpec:
 
 
 # module arguments that only the adversarial rounds use (the base trains without them)
-ROUND_LOSSES = ("consistency_weight", "embed_adv_weight", "embed_eps", "embed_steps", "margin", "margin_weight", "lr")
+ROUND_LOSSES = ("consistency_weight", "embed_adv_weight", "embed_eps", "embed_steps", "margin", "margin_weight", "lr",
+                "adv_point_loss")
 
 
 def round_settings(model_args: dict[str, Any], raw: dict[str, Any] | None) -> tuple[dict[str, Any], RoundsSpec]:
