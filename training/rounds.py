@@ -13,8 +13,8 @@ learned victims of ``robusteval compare``.
   of the training attacks re-run against the round's model on the *validation* contexts. A
   round whose validation Spearman falls more than ``tolerance`` below the base's is never
   kept, whatever its ASR (:func:`choose`), and the next round continues from the last kept
-  model with its learning rate multiplied by ``backoff`` (the same step on the same examples
-  would only repeat the rejected round). ``online: false`` attacks only the base (the offline
+  model with its learning rate multiplied by ``backoff`` (after any round that was not kept:
+  the same step on the same examples would only repeat it). ``online: false`` attacks only the base (the offline
   ablation).
 
 AdvEval (Chen et al. 2024, §4.4, Table 6) is the pattern: attack the evaluator, train on the
@@ -90,7 +90,7 @@ def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str
         init: str | None = None, resume: bool = False, accelerator: str = "auto") -> Fitted:
     """Train one model into ``folder`` (``export/``, logs, ``fit.json``). A finished folder is
     reused under ``resume`` and refused otherwise; an unfinished one starts again from scratch
-    (same seed, same result)."""
+    (same seed, same result on CPU; GPU kernels are not forced to be deterministic)."""
     done = folder / "fit.json"
     if done.is_file():
         if not resume:
@@ -179,7 +179,7 @@ class RoundsSpec:
     val_limit: int | None = None  # validation contexts attacked per round
     families: list[str] | None = None  # train on these families' examples only (generalization matrix)
     replay: float = 1.0  # share of the human-judged train items replayed in each round
-    backoff: float = 0.5  # after a round the gate rejects, the next one trains with lr x backoff
+    backoff: float = 0.5  # after a round that is not kept, the next one trains with lr x backoff
 
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> RoundsSpec:
@@ -277,9 +277,9 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
     kept = 0
     adversarial: list[str] = []
     for k in range(1, spec.rounds + 1):
-        if k > 1 and not records[-1]["valid"]:
-            # the last round traded validity away: retry from the kept model with a smaller step
-            # (the same step on the same examples would only repeat it)
+        if k > 1 and not records[-1]["kept"]:
+            # the last round was not kept (it traded validity away, or did no better): retry from
+            # the kept model with a smaller step (the same step on the same examples repeats it)
             lr *= spec.backoff
         rdir = folder / f"round_{k}"
         current = records[kept]["export"]
@@ -292,8 +292,11 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
                                   dataset=dataset, criteria=criteria)
                 memo[key] = (str(rdir / "train_attacks"), [as_row(r) for r in log])
             where, rows = memo[key]
-            added = sum(training_example(r) and (spec.families is None or r.family in spec.families) for r in rows)
-            if where not in adversarial:  # the same model attacked again: its examples count once
+            if where in adversarial:  # the same model attacked again: its examples count once
+                added = 0
+            else:
+                added = sum(training_example(r) and (spec.families is None or r.family in spec.families)
+                            for r in rows)
                 adversarial.append(where)
         else:
             added = 0

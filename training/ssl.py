@@ -34,8 +34,8 @@ NEGATIVE_KINDS = ("random", "shuffled", "truncated", "context_copy")
 
 
 def continuations(samples: Sequence[Sample]) -> list[Sample]:
-    """(turns before, turn) pairs from every distinct context of ``samples`` (and, where the
-    response is the dataset's human ground truth, that response after the whole context)."""
+    """(turns before, turn) pairs from every distinct context of ``samples``: only turns the
+    dialogue's humans wrote, never the rated (possibly machine) responses."""
     out: list[Sample] = []
     seen: set[str] = set()
     for s in samples:

@@ -1,6 +1,8 @@
-"""``robusteval harden``: attack -> train on the successful adversarial examples -> re-attack,
-for a LoRA cross-encoder evaluator; writes ``harden.json`` and ``harden.md`` (ASR per round and
-family, Spearman per round) under ``--out-dir``. See ``robusteval.training.harden``.
+"""``robusteval harden``: the base, then gated adversarial rounds (attack -> train on what
+fooled the model -> validate) for any evaluator module (``module: cross-encoder`` or
+``boolqa``); writes ``harden.json`` and ``harden.md`` (the gate per round, ASR per family,
+Spearman per set) under ``--out-dir``. See ``robusteval.training.harden`` and
+``robusteval.training.rounds``.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.training.harden import harden
 
     cfg = load_config(args.config)
-    if args.rounds is not None:
-        cfg["rounds"] = args.rounds
+    if args.rounds is not None:  # only the count: the block's other settings stay
+        if isinstance(cfg.get("rounds"), dict):
+            cfg["rounds"] = {**cfg["rounds"], "rounds": args.rounds}
+        else:
+            cfg["rounds"] = args.rounds
     harden(cfg, args.out_dir, resume=args.resume, data_dir=args.data_dir)
     print((Path(args.out_dir) / "harden.md").read_text(encoding="utf-8"))
     print(f"wrote {args.out_dir}/harden.json and {args.out_dir}/harden.md")
