@@ -15,10 +15,11 @@ import json
 import sys
 from pathlib import Path
 
+from robusteval.training.rounds import fit
+
 from robusteval.cli.common import load_config
 from robusteval.compare.config import parse
 from robusteval.compare.learned import data_args, variant_settings
-from robusteval.training.rounds import fit
 
 
 def main(argv: list[str] | None = None) -> int:
