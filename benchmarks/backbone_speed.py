@@ -13,20 +13,15 @@ import statistics
 import sys
 
 import torch
-from lora_vs_full import BATCH, STEPS, step_times
+from lora_vs_full import BATCH, STEPS, same_batches, step_times
 from robusteval.training.cross_encoder import CrossEncoderModule
-from robusteval.training.data import ScoringDataModule
 
 
 def main() -> int:
     if not os.environ.get("ROBUSTEVAL_DATA"):
         print("set ROBUSTEVAL_DATA to the data folder", file=sys.stderr)
         return 2
-    torch.manual_seed(0)
-    dm = ScoringDataModule(datasets=["dailydialog-zhao"], batch_size=BATCH, negatives=0)
-    dm.setup("fit")
-    it = iter(dm.train_dataloader())
-    batches = [next(it) for _ in range(STEPS)]
+    batches = same_batches()
     models = {name: CrossEncoderModule(checkpoint=name, lora_r=8, max_length=128) for name in ("minilm", "mpnet")}
     times: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(2):  # alternate to even out machine noise

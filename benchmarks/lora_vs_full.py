@@ -34,15 +34,21 @@ def step_times(module: CrossEncoderModule, batches: list) -> list[float]:
     return times
 
 
-def main() -> int:
-    if not os.environ.get("ROBUSTEVAL_DATA"):
-        print("set ROBUSTEVAL_DATA to the data folder", file=sys.stderr)
-        return 2
+def same_batches() -> list:
+    """The first ``STEPS`` train batches of DailyDialog-Zhao, in a fixed order: both sides of a
+    step-time comparison train on exactly these."""
     torch.manual_seed(0)
     dm = ScoringDataModule(datasets=["dailydialog-zhao"], batch_size=BATCH, negatives=0)
     dm.setup("fit")
     it = iter(dm.train_dataloader())
-    batches = [next(it) for _ in range(STEPS)]
+    return [next(it) for _ in range(STEPS)]
+
+
+def main() -> int:
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        print("set ROBUSTEVAL_DATA to the data folder", file=sys.stderr)
+        return 2
+    batches = same_batches()
     lora = CrossEncoderModule(lora_r=8)
     full = CrossEncoderModule(full_finetune=True)
     t_lora, t_full = [], []
