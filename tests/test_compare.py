@@ -20,6 +20,7 @@ from robusteval.cli.main import main
 from robusteval.compare import parse
 from robusteval.compare.guarding import roc
 from robusteval.compare.replay import ReplayAttack, replays
+from robusteval.compare.report_md import gate_rows
 from robusteval.errors import RobustevalError
 from robusteval.results import read_jsonl
 from robusteval.types import Sample
@@ -228,8 +229,28 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     md = (out / "report.md").read_text()
     assert "## Headline" in md and "generalization" in md and "adaptive vs transfer" in md
     assert "R+ invariance failures" in md and "ablation" in md
+    # every round of every hardened model is in the gate table, with the gate's decision
+    n_rounds = sum(len(m["rounds"]) for m in [training["trained"], *training["by_family"].values(),
+                                              *training["ablations"].values()])
+    assert len(gate_rows(training)) == n_rounds
+    assert "adversarial rounds and the validation gate" in md
     page = (out / "report.html").read_text()
     assert "Ablation: the hardened model" in page and "R+ invariance failures" in page
+    assert "validation gate" in page
+
+
+def test_gate_rows_show_each_round_and_which_was_kept() -> None:
+    detail = {"asr": 0.25, "ci": [0.1, 0.5], "n": 8, "successes": 2}
+    rounds = [{"round": 0, "lr": None, "val_spearman": 0.3, "val_asr": 0.25, "val_asr_detail": detail,
+               "objective": 0.05, "valid": True, "kept": True, "added": 0},
+              {"round": 1, "lr": 2.5e-4, "val_spearman": 0.2, "val_asr": 0.0,
+               "val_asr_detail": {"asr": 0.0, "ci": [0.0, 0.3], "n": 8, "successes": 0},
+               "objective": 0.2, "valid": False, "kept": False, "added": 7}]
+    rows = gate_rows({"trained": {"rounds": rounds}, "ablations": {"offline": {"rounds": rounds[:1]}}})
+    assert [r[0] for r in rows] == ["hardened", "hardened", "ablation offline"]
+    assert rows[0][1:5] == ["0", "base", "0", "0.300"] and rows[0][5] == "25.0 [10.0, 50.0]"
+    assert rows[0][-2:] == ["yes", "**yes**"] and rows[1][-2:] == ["**no**", ""]
+    assert rows[1][2] == "0.00025" and rows[1][3] == "7"
 
 
 def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:

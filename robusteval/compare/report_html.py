@@ -11,6 +11,7 @@ from robusteval.compare import plots
 from robusteval.compare.report_md import (
     ADAPTIVE,
     FLAGGED,
+    GATE,
     HEADLINE,
     LABEL,
     ablation_rows,
@@ -20,6 +21,7 @@ from robusteval.compare.report_md import (
     correlation_rows,
     flagged_rows,
     fpr_rows,
+    gate_rows,
     headline_rows,
     pct,
 )
@@ -118,6 +120,10 @@ def render(report: dict[str, Any]) -> str:
             if ab:
                 parts.append("<h4>Ablation: the hardened model with one part switched off</h4>")
                 parts.append(table(*ablation_rows(ab), "ablation"))
+            gate = gate_rows(victim.get("training") or {})
+            if gate:
+                parts.append("<h4>Adversarial rounds and the validation gate (round 0 = the base)</h4>")
+                parts.append(table(GATE, gate, "gate"))
     g = report["guard"]
     parts.append("<h2>Guard</h2>")
     parts.append(f"<p>Detectors {esc(', '.join(g['detectors']))}; policy <code>{esc(g['policy'])}</code>; "

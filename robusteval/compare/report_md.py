@@ -55,6 +55,29 @@ def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["model", "overall ASR %", *cols, "test Spearman (mean)"], rows
 
 
+GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "val ASR % [95% CI]", "objective",
+        "within tolerance", "kept"]
+
+
+def gate_rows(training: dict[str, Any]) -> list[list[str]]:
+    """Every round of every hardened model (the trained variant, each generalization row, each
+    ablation) with its validation Spearman, validation ASR and the gate's decision: where the gate
+    kept the base, the model's test rows equal the base's, and this table says why."""
+    models = [("hardened", training.get("trained") or {}),
+              *((f"trained on {k}", v) for k, v in (training.get("by_family") or {}).items()),
+              *((f"ablation {k}", v) for k, v in (training.get("ablations") or {}).items())]
+    rows = []
+    for name, rec in models:
+        for r in rec.get("rounds") or []:
+            detail = r.get("val_asr_detail")
+            asr = pct_ci(detail) if detail else pct(r.get("val_asr"))
+            rows.append([name, str(r["round"]), "base" if r["round"] == 0 else (f"{r['lr']:.2g}" if r.get("lr")
+                                                                                  else "–"),
+                         str(r.get("added", 0)), num(r.get("val_spearman")), asr, num(r.get("objective")),
+                         "yes" if r.get("valid") else "**no**", "**yes**" if r.get("kept") else ""])
+    return rows
+
+
 def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     vs = available(victim)
     fams = sorted({f for v in vs for f in victim["variants"][v]["asr"]})
@@ -167,6 +190,13 @@ def markdown(report: dict[str, Any]) -> str:
             if ab:
                 lines += [f"### {vname}: ablation (hardened with one part switched off)", "",
                           *table(*ablation_rows(ab)), ""]
+            gate = gate_rows(victim.get("training") or {})
+            if gate:
+                lines += [f"### {vname}: adversarial rounds and the validation gate", "",
+                          "Each round's validation Spearman (mean over the validation splits) and validation ASR "
+                          "(training attacks on the validation contexts). A round is kept only if its Spearman is "
+                          "within the tolerance of the base's and its objective (Spearman - weight x ASR) is the "
+                          "best; a model whose kept round is 0 is the base.", "", *table(GATE, gate), ""]
     g = report["guard"]
     lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
               f"`{g['thresholds_file']}`.", ""]
