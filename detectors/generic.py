@@ -11,7 +11,9 @@ Two signals, the larger one is the suspicion:
   similarity after lower-casing and removing punctuation (1.0 for an exact match);
 * lack of content: ``1 - content_words / 4`` for a response with fewer than four content words
   (not stop words, alphabetic), so a one-word reply like "Cucumber" scores 0.75 and a reply
-  with four or more content words scores 0.
+  with four or more content words scores 0. In scripts written without spaces (Chinese,
+  Japanese, Thai, Lao, Khmer, Myanmar) words are estimated from the length of each run
+  (:func:`word_count`), so "我今天下午去公园散步了" counts as about five words, not one.
 
 For dialogue responses only by default (``tasks``); a short summary is not "generic" in this
 sense, so other tasks get 0 and are counted as ``not_applicable``.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-import re
+import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
@@ -29,11 +31,33 @@ from robusteval.detectors.base import Detector, register_detector
 from robusteval.paths import resource
 from robusteval.types import Sample
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+def _word_char(ch: str) -> bool:
+    # letters and digits of any script, and the combining marks that belong to them (Thai,
+    # Devanagari and Arabic vowel signs are marks, not letters: without them words split apart)
+    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace("’", "'"))
+    """Lower-cased words: runs of letters, digits and combining marks, with one inner
+    apostrophe kept ("don't", "i'm")."""
+    text = text.lower().replace("’", "'")
+    out: list[str] = []
+    cur: list[str] = []
+    for i, ch in enumerate(text):
+        if _word_char(ch) or (ch == "'" and cur and "'" not in cur and i + 1 < len(text) and _word_char(text[i + 1])):
+            cur.append(ch)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def _content(word: str) -> bool:
+    return any(c.isalpha() for c in word) and all(c.isalpha() or unicodedata.category(c)[0] == "M" or c == "'"
+                                                  for c in word) and word not in _stop_words()
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,12 +73,38 @@ def _stop_words() -> frozenset[str]:
     return frozenset(STOP_WORDS) | {"n't", "'s", "'m", "'re", "'ll", "'ve", "'d", "don't", "i'm", "it's"}
 
 
+# Scripts written without spaces between words: a "word" found by the regex above is a whole
+# phrase or sentence there. Its word count is estimated from its length: about two characters
+# per word for Chinese and Japanese, about four code points (consonants plus vowel signs) per
+# word for the Southeast Asian scripts. An approximation, documented as one; it only has to
+# tell a one-word reply from a sentence.
+_CHARS_PER_WORD = {"CJK": 2.0, "HIRAGANA": 2.0, "KATAKANA": 2.0, "THAI": 4.0, "LAO": 4.0, "KHMER": 4.0,
+                   "MYANMAR": 4.0}
+
+
+def _unsegmented(ch: str) -> float | None:
+    return _CHARS_PER_WORD.get(unicodedata.name(ch, "").split(" ", 1)[0])
+
+
+def word_count(token: str) -> int:
+    """Words in one regex token: 1, or the length-based estimate for a run of an unsegmented
+    script (mixed tokens count each part)."""
+    seg = unseg = 0.0
+    for ch in token:
+        per = _unsegmented(ch)
+        if per is None:
+            seg = 1.0
+        else:
+            unseg += 1.0 / per
+    return max(1, round(seg + unseg))
+
+
 def features(text: str) -> dict[str, Any]:
     w = words(text)
     ws = set(w)
     best = max((len(ws & g) / len(ws | g) for g in generic_sets()), default=0.0) if ws else 0.0
-    content = [x for x in w if x.isalpha() and x not in _stop_words()]
-    return {"generic_similarity": best, "content_words": len(content), "words": len(w)}
+    content = sum(word_count(x) for x in w if _content(x))
+    return {"generic_similarity": best, "content_words": content, "words": sum(word_count(x) for x in w)}
 
 
 @register_detector

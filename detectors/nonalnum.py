@@ -11,7 +11,9 @@ the whole of Unicode:
   run of 7; ordinary text rarely exceeds 3, e.g. ``?!"``) and their share of the
   non-space characters;
 * invisible or reserved characters (control, format / zero-width, private use, surrogates,
-  unassigned) — none belongs in a response;
+  unassigned) — none belongs in a response, except the zero-width (non-)joiners that spell
+  words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts) and emoji ZWJ
+  sequences;
 * homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek);
 * a response with no alphanumeric character at all.
 
@@ -41,14 +43,42 @@ def _script(ch: str) -> str:
     return head
 
 
+_JOINERS = {"\u200c", "\u200d"}  # ZWNJ, ZWJ
+# scripts whose spelling uses the joiners between their own letters: ZWNJ in Persian / Urdu
+# (Arabic script), ZWJ / ZWNJ for conjuncts and half forms in the Brahmic scripts (Unicode
+# Standard §23.2, "Layout Controls"); never in Latin, Cyrillic, Greek or CJK text
+_JOINING_SCRIPTS = {"ARABIC", "SYRIAC", "NKO", "MONGOLIAN", "DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA",
+                    "TAMIL", "TELUGU", "KANNADA", "MALAYALAM", "SINHALA", "TIBETAN", "MYANMAR", "KHMER"}
+
+
+def _letter_script(ch: str) -> str | None:
+    """The script of a letter or combining mark (a virama, a vowel sign), else None."""
+    return _script(ch) if unicodedata.category(ch)[0] in "LM" else None
+
+
+def joiner_in_word(text: str, i: int) -> bool:
+    """Whether the ZWNJ / ZWJ at ``text[i]`` is spelling, not an invisible-character attack:
+    between two letters (or a letter and a mark) of the same joining script, or a ZWJ between
+    two pictographs (an emoji sequence such as a family or a profession)."""
+    if text[i] not in _JOINERS or i == 0 or i + 1 >= len(text):
+        return False
+    prev, nxt = text[i - 1], text[i + 1]
+    if text[i] == "\u200d" and unicodedata.category(prev) in {"So", "Sk"} and unicodedata.category(nxt) == "So":
+        return True
+    a, b = _letter_script(prev), _letter_script(nxt)
+    return a is not None and a == b and a in _JOINING_SCRIPTS
+
+
 def features(text: str) -> dict[str, Any]:
     """Raw character statistics of ``text``."""
     run = longest = 0
     nonalnum = nonspace = alnum = invisible = 0
-    for ch in text:
+    for i, ch in enumerate(text):
         if ch.isspace() and ch not in {"\u200b", "\u2060", "\ufeff"}:
             run = 0
             continue
+        if ch in _JOINERS and joiner_in_word(text, i):
+            continue  # part of the word's spelling: neither invisible nor punctuation
         cat = unicodedata.category(ch)
         if cat in _INVISIBLE and ch not in _ALLOWED_CONTROL:
             invisible += 1

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
-from robusteval.detectors import gec, grammar_rules, nonalnum, parsing
+from robusteval.detectors import gec, generic, grammar_rules, nonalnum, parsing
 
 from robusteval import Sample, detectors
 from robusteval.errors import InputError, MissingResourceError
@@ -52,6 +52,25 @@ def test_nonalnum_flags_triggers_not_clean_text_in_any_script() -> None:
              "¿Dónde está la biblioteca? ¡Allí!", "Wait... what?! \"Really?\""]
     assert (d.detect([dlg(t) for t in bad]) >= 0.5).all()
     assert (d.detect([dlg(t) for t in clean]) < 0.5).all()
+
+
+@pytest.mark.parametrize("text", [
+    "می\u200cخواهم به خانه بروم.",  # Persian: "I want to go home", ZWNJ after the prefix mi-
+    "کتاب\u200cها را خواندم.",  # Persian plural suffix -ha after ZWNJ
+    "यह क्\u200dष अक्षर है।",  # Devanagari: ZWJ after a virama asks for the half form
+    "ফলাফল র\u200d্যাব",  # Bengali ya-phala with ZWJ
+    "family \U0001F468\u200d\U0001F469\u200d\U0001F467 photo",  # an emoji ZWJ sequence
+])
+def test_nonalnum_accepts_joiners_that_spell_words(text: str) -> None:
+    assert nonalnum.features(text)["invisible"] == 0
+    assert detectors.load("nonalnum").detect([dlg(text)])[0] < 0.5
+
+
+@pytest.mark.parametrize("text", ["hello\u200dworld", "Привет\u200cмир", "می \u200cخواهم", "\u200cمی", "ok\u200c",
+                                  "违\u200d规"])
+def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
+    assert nonalnum.features(text)["invisible"] == 1
+    assert detectors.load("nonalnum").detect([dlg(text)])[0] >= 0.5
 
 
 def test_nonalnum_does_not_flag_real_translations(data_dir) -> None:
@@ -180,6 +199,24 @@ def test_generic() -> None:
     assert rows[2]["suspicion"] == 1.0  # in the list; also a one-content-word reply (0.75)
     assert rows[3]["content_words"] == 6 and rows[3]["suspicion"] < 0.3
     assert rows[4]["applicable"] is False
+
+
+@pytest.mark.parametrize(("text", "content"), [
+    ("我昨天和我哥哥一起看了新的蝙蝠侠电影。", 9),  # 18 Han characters: about 9 words
+    ("昨日は兄と新しい映画を見ました。", 8),
+    ("ผมไปดูหนังกับพี่ชายเมื่อวานนี้", 8),  # 30 code points / 4 (7 words); Thai vowel signs are marks
+    ("मैंने कल अपने भाई के साथ नई फ़िल्म देखी", 9),  # Devanagari: spaces, marks kept inside words
+    ("Я вчера смотрел новый фильм с братом", 7),
+])
+def test_generic_counts_content_in_every_script(text: str, content: int) -> None:
+    rows = detectors.load("generic").analyze([dlg(text)])
+    assert rows[0]["content_words"] == content and rows[0]["suspicion"] < 0.75
+
+
+def test_generic_still_flags_a_one_word_reply_in_an_unsegmented_script() -> None:
+    assert generic.features("好的。")["content_words"] == 1
+    assert detectors.load("generic").detect([dlg("好的。")])[0] >= 0.75
+    assert generic.words("I don't know, 'fine'") == ["i", "don't", "know", "fine"]
 
 
 def test_judge_injection() -> None:
