@@ -110,7 +110,11 @@ class Detector(ABC):
                     out[i] = dict(row)
             while len(self._memo) > self.MEMO_SIZE:
                 self._memo.popitem(last=False)
-        return [r for r in out if r is not None]
+        rows_out = [r for r in out if r is not None]
+        for r in rows_out:  # a reported fallback (an abstention...) counts once per sample, memo hit or not
+            if r.get("fallback"):
+                self.fallbacks[str(r["fallback"])] += 1
+        return rows_out
 
     def detect(self, samples: Sequence[Sample]) -> np.ndarray:
         """Suspicion in [0, 1], one float per sample."""

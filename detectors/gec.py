@@ -9,7 +9,11 @@ Two backends:
 * ``languagetool`` — LanguageTool through language-tool-python, either a running server
   (``remote_server="http://host:8081"`` or ``$ROBUSTEVAL_LANGUAGETOOL_URL``) or a local
   install (``$LTP_JAR_DIR_PATH``). Never downloaded on first use: that would fetch ~250 MB.
-* ``builtin`` — robusteval's offline rules (:mod:`robusteval.detectors.grammar_rules`).
+* ``builtin`` — robusteval's offline rules (:mod:`robusteval.detectors.grammar_rules`). They are
+  English rules: a response in another language (``meta["language"]``, else
+  :func:`robusteval.langid.language`) is not checked; the detector abstains (suspicion 0,
+  counted as ``abstained_language:<code>`` in its report) instead of flagging French spelled
+  against English resources. ``languages=[...]`` changes the list for either backend.
 
 ``backend="auto"`` (the default) uses LanguageTool when a server answers or a local install is
 configured, else builtin; :meth:`GEC.describe` and every output say which backend ran and why.
@@ -76,16 +80,33 @@ class GEC(Detector):
     reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def __init__(self, backend: str = "auto", remote_server: str | None = None, language: str = "en-US",
-                 scale: float = 0.1, threshold: float | None = None) -> None:
+                 scale: float = 0.1, languages: tuple[str, ...] | list[str] | None = None,
+                 threshold: float | None = None) -> None:
         super().__init__(threshold)
         self.requested = backend
         self.backend, self.server, self.why = resolve_backend(backend, remote_server)
         self.language = language
         self.scale = scale
+        # the builtin rules are English rules: other languages abstain (LanguageTool checks the
+        # languages it is given; language="auto" lets the server detect them)
+        default = ("en",) if self.backend == "builtin" else None
+        self.languages = tuple(languages) if languages is not None else default
         self._tool: Any = None
 
     def signature(self) -> str:
-        return f"backend={self.backend},scale={self.scale}"
+        langs = ",".join(self.languages) if self.languages else "any"
+        return f"backend={self.backend},scale={self.scale},languages={langs}"
+
+    def _memo_key(self, s: Sample) -> Any:
+        return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
+
+    def text_language(self, sample: Sample) -> str:
+        """The response's language: ``meta["language"]`` when the sample has one (``en-US``
+        counts as ``en``), else :func:`robusteval.langid.language`."""
+        from robusteval.langid import language
+
+        given = (sample.meta or {}).get("language")
+        return str(given).split("-")[0].lower() if given else language(sample.response)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend, "backend_reason": self.why}
@@ -98,10 +119,17 @@ class GEC(Detector):
         return self._tool
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
-        texts = [s.response for s in samples]
-        docs = parsing.parse(texts)
-        rows = []
-        for text, doc in zip(texts, docs, strict=True):
+        langs = [self.text_language(s) for s in samples] if self.languages else [None] * len(samples)
+        checked = [i for i, lang in enumerate(langs) if not self.languages or lang in self.languages]
+        texts = [samples[i].response for i in checked]
+        docs = dict(zip(checked, parsing.parse(texts), strict=True))
+        rows: list[dict[str, Any]] = []
+        for i, lang in enumerate(langs):
+            if i not in docs:  # a language these rules do not cover: abstain, counted, never flag
+                rows.append({"backend": self.backend, "language": lang, "abstained": True, "suspicion": 0.0,
+                             "fallback": f"abstained_language:{lang}"})
+                continue
+            text, doc = samples[i].response, docs[i]
             if self.backend == "builtin":
                 errors = grammar_rules.check_doc(doc)
             else:
@@ -109,6 +137,7 @@ class GEC(Detector):
                           for m in self._languagetool().check(text)]
             stats = grammar_rules.summarize(doc, errors)
             stats["backend"] = self.backend
+            stats["language"], stats["abstained"] = lang, False
             stats["suspicion"] = squash(stats["per_token"], self.scale)
             rows.append(stats)
         return rows

@@ -29,35 +29,13 @@ from typing import Any, ClassVar
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.paths import resource
+from robusteval.text import words
 from robusteval.types import Sample
 
 
-def _word_char(ch: str) -> bool:
-    # letters and digits of any script, and the combining marks that belong to them (Thai,
-    # Devanagari and Arabic vowel signs are marks, not letters: without them words split apart)
-    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased words: runs of letters, digits and combining marks, with one inner
-    apostrophe kept ("don't", "i'm")."""
-    text = text.lower().replace("’", "'")
-    out: list[str] = []
-    cur: list[str] = []
-    for i, ch in enumerate(text):
-        if _word_char(ch) or (ch == "'" and cur and "'" not in cur and i + 1 < len(text) and _word_char(text[i + 1])):
-            cur.append(ch)
-        elif cur:
-            out.append("".join(cur))
-            cur = []
-    if cur:
-        out.append("".join(cur))
-    return out
-
-
 def _content(word: str) -> bool:
-    return any(c.isalpha() for c in word) and all(c.isalpha() or unicodedata.category(c)[0] == "M" or c == "'"
-                                                  for c in word) and word not in _stop_words()
+    # a word (letters, marks, an apostrophe: see robusteval.text.words) with no digit, not a stop word
+    return any(c.isalpha() for c in word) and not any(c.isdigit() for c in word) and word not in _stop_words()
 
 
 @functools.lru_cache(maxsize=1)

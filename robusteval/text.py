@@ -107,3 +107,27 @@ def check_sample_text(sample: Any) -> None:
                          f"expected a tuple of texts, got {type(sample.references).__name__}")
     for field, value in sample_texts(sample):
         check_text(value, sid, field)
+
+
+def word_char(ch: str) -> bool:
+    """A letter or digit of any script, or a combining mark."""
+    # letters and digits of any script, and the combining marks that belong to them (Thai,
+    # Devanagari and Arabic vowel signs are marks, not letters: without them words split apart)
+    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words: runs of letters, digits and combining marks, with one inner
+    apostrophe kept ("don't", "i'm")."""
+    text = text.lower().replace("’", "'")
+    out: list[str] = []
+    cur: list[str] = []
+    for i, ch in enumerate(text):
+        if word_char(ch) or (ch == "'" and cur and "'" not in cur and i + 1 < len(text) and word_char(text[i + 1])):
+            cur.append(ch)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
+    if cur:
+        out.append("".join(cur))
+    return out

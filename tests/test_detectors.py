@@ -139,6 +139,33 @@ class _FakeLanguageTool(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.parametrize(("text", "lang"), [
+    ("Je ne sais pas ce que tu veux dire, mais je viendrai demain avec mes amis.", "fr"),
+    ("Hallo, wie geht es dir heute? Ich habe leider keine Zeit.", "de"),
+    ("No sé lo que quieres decir, pero mañana vendré con mis amigos.", "es"),
+    ("Я не знаю, что ты имеешь в виду.", "und-cyrillic"),
+    ("我不知道你在说什么。", "und-cjk"),
+    ("لا أعرف ماذا تقصد.", "und-arabic"),
+    ("मुझे नहीं पता कि तुम्हारा क्या मतलब है।", "und-devanagari"),
+])
+def test_builtin_gec_abstains_on_other_languages_and_counts_it(text: str, lang: str) -> None:
+    d = detectors.load("gec", backend="builtin")
+    rows = d.analyze([dlg(text)])
+    assert rows[0]["language"] == lang and rows[0]["abstained"] is True and rows[0]["suspicion"] == 0.0
+    assert d.report()["fallbacks"] == {f"abstained_language:{lang}": 1}
+    d.detect([dlg(text), dlg(text)])  # memo hits count too: one per sample
+    assert d.report()["fallbacks"] == {f"abstained_language:{lang}": 3}
+
+
+def test_builtin_gec_still_checks_english_and_follows_a_given_language() -> None:
+    d = detectors.load("gec", backend="builtin")
+    bad = "The results is good and he go to school."
+    assert d.detect([dlg(bad)])[0] >= 0.5 and not d.report()["fallbacks"]
+    tagged = Sample(id="x", task="dialogue", response=bad, context=("hi",), meta={"language": "fr-FR"})
+    assert d.analyze([tagged])[0]["abstained"] is True  # the sample says French: not checked as English
+    assert detectors.load("gec", backend="builtin", languages=["en", "fr"]).signature().endswith("languages=en,fr")
+
+
 def test_gec_languagetool_backend_through_a_server() -> None:
     server = HTTPServer(("127.0.0.1", 0), _FakeLanguageTool)
     threading.Thread(target=server.serve_forever, daemon=True).start()
