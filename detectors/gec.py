@@ -101,12 +101,12 @@ class GEC(Detector):
         return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
 
     def text_language(self, sample: Sample) -> str:
-        """The response's language: ``meta["language"]`` when the sample has one (``en-US``
-        counts as ``en``), else :func:`robusteval.langid.language`."""
-        from robusteval.langid import language
+        """The response's language: ``meta["language"]`` when the sample has one (``en-US`` and
+        ``english`` count as ``en``), else :func:`robusteval.langid.language`."""
+        from robusteval.langid import language, normalize
 
         given = (sample.meta or {}).get("language")
-        return str(given).split("-")[0].lower() if given else language(sample.response)
+        return normalize(str(given)) if given else language(sample.response)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend, "backend_reason": self.why}

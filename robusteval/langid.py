@@ -14,8 +14,9 @@ Two steps, deterministic and offline:
 
 Measured on the first 400 DailyDialog-Zhao replies and their xDial translations (2026-11-23):
 English 398 / 400 recognized (the misses are "ok ."); mistaken for English: French 3, German 3
-("Okay."), Spanish 0, Russian 1, Korean 1 of 400; Arabic, Chinese, Hindi and Japanese never. ``langdetect`` (installed with TextAttack) was tried
-first and left out: it took 13 % of the short English replies for Portuguese, Slovak or Welsh.
+("Okay."), Spanish 0, Russian 1, Korean 1 of 400; Arabic, Chinese, Hindi and Japanese never.
+``langdetect`` (installed with TextAttack) was tried first and left out: it took 13 % of the
+short English replies for Portuguese, Slovak or Welsh.
 """
 
 from __future__ import annotations
@@ -71,3 +72,18 @@ def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN
     if best == 0.0 or scores.get(default, -1.0) == best:
         return default
     return max(candidates, key=lambda lang: scores[lang])
+
+
+# English names of languages as data sets spell them (xDial: "english", "chinese"...)
+_NAMES = {"english": "en", "french": "fr", "german": "de", "spanish": "es", "italian": "it", "portuguese": "pt",
+          "dutch": "nl", "chinese": "zh", "japanese": "ja", "korean": "ko", "russian": "ru", "arabic": "ar",
+          "hindi": "hi", "persian": "fa", "farsi": "fa", "urdu": "ur", "bengali": "bn", "turkish": "tr",
+          "vietnamese": "vi", "thai": "th", "indonesian": "id", "polish": "pl", "ukrainian": "uk",
+          "hebrew": "he", "greek": "el", "swedish": "sv", "czech": "cs"}
+
+
+def normalize(tag: str) -> str:
+    """A language given by a sample or a user as an ISO 639 code: ``"en-US"`` and ``"en_GB"``
+    -> ``"en"``, ``"English"`` -> ``"en"``; anything else lower-cased as given."""
+    t = tag.strip().lower()
+    return _NAMES.get(t, t.replace("_", "-").split("-")[0] if not t.startswith("und-") else t)

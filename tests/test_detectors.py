@@ -164,6 +164,9 @@ def test_builtin_gec_still_checks_english_and_follows_a_given_language() -> None
     tagged = Sample(id="x", task="dialogue", response=bad, context=("hi",), meta={"language": "fr-FR"})
     assert d.analyze([tagged])[0]["abstained"] is True  # the sample says French: not checked as English
     assert detectors.load("gec", backend="builtin", languages=["en", "fr"]).signature().endswith("languages=en,fr")
+    for given in ("english", "en-US", "EN_gb"):  # how data sets and users spell English
+        english = Sample(id=given, task="dialogue", response=bad, context=("hi",), meta={"language": given})
+        assert d.analyze([english])[0]["abstained"] is False
 
 
 def test_gec_languagetool_backend_through_a_server() -> None:

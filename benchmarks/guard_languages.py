@@ -1,0 +1,76 @@
+"""Flag rates of the guard's detectors on well-rated human replies in every xDial language.
+
+Well-rated (>= 4 of 5 overall) DailyDialog-Zhao replies, each in English and in its nine xDial
+machine translations (response and context translated together), go through every detector
+with its *default* threshold (no thresholds file: what a user who calls ``guard(...)`` gets)
+and through the README's example guard (``nonalnum``, ``parse_triple``, ``gec``). Each cell is
+the share flagged with its 95 % Wilson interval (:func:`robusteval.stats.flag_rate`). A human
+reply that a guard flags is a false positive; the target of issue 14 is <= 2 % per language.
+
+    ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/guard_languages.py [--limit 200]
+
+``--detectors`` narrows the set (``perplexity`` loads SmolLM2 and is the slow one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from robusteval import data, detectors
+from robusteval.stats import flag_rate, pct
+from robusteval.types import Sample
+
+README_GUARD = ("nonalnum", "parse_triple", "gec")
+OPTIONS = {"gec": {"backend": "builtin"}}
+
+
+def replies(language: str, limit: int | None) -> list[Sample]:
+    """Well-rated DailyDialog-Zhao replies in ``language`` ("english" is the original text)."""
+    folder = os.environ.get("ROBUSTEVAL_DATA")
+    good = [s for s in data.load("dailydialog-zhao", folder) if s.human.get("overall", 0.0) >= 4.0][:limit]
+    if language == "english":
+        return good
+    out = []
+    for s in good:
+        tr = s.meta["translations"][language]
+        turns = tuple(t for t in tr["context"].split("\n") if t.strip()) or s.context
+        out.append(Sample(id=f"{s.id}/{language}", task="dialogue", response=tr["response"], context=turns,
+                          reference=None, meta={"language_name": language}))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--limit", type=int, default=None, help="well-rated replies per language (default: all)")
+    ap.add_argument("--detectors", nargs="*", default=None, help="default: every registered detector")
+    args = ap.parse_args(argv)
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
+        return 2
+    names = args.detectors or detectors.names()
+    dets = {n: detectors.load(n, **OPTIONS.get(n, {})) for n in names}
+    languages = list(data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])[0].meta["translations"])
+    guard = [n for n in README_GUARD if n in dets]
+    head = ["language", "n", *names, "README guard (" + " + ".join(guard) + ")", "all detectors"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for lang in languages:
+        samples = replies(lang, args.limit)
+        flags = {n: d.flags(samples) for n, d in dets.items()}
+        readme = np.any([flags[n] for n in guard], axis=0) if guard else np.zeros(len(samples), bool)
+        every = np.any(list(flags.values()), axis=0)
+        cells = [pct(flag_rate(flags[n])) for n in names]
+        print(f"| {lang} | {len(samples)} | " + " | ".join(cells) + f" | {pct(flag_rate(readme))} | "
+              f"{pct(flag_rate(every))} |", flush=True)
+    abstained = {n: d.report()["fallbacks"] for n, d in dets.items() if d.report()["fallbacks"]}
+    if abstained:
+        print("\nabstentions and fallbacks (counted per sample):", abstained)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""robusteval.langid: the script majority and the Latin-script vote that let English-only
+detectors abstain on other languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from robusteval.langid import language, main_script, normalize
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("i 'm not sure . do you have the address ?", "en"),
+    ("ok .", "it"),  # the documented miss: "ok" is more frequent in Italian lists
+    ("Je ne sais pas ce que tu veux dire.", "fr"),
+    ("Ich habe heute leider keine Zeit.", "de"),
+    ("No sé lo que quieres decir.", "es"),
+    ("我不知道你在说什么。", "und-cjk"),
+    ("لا أعرف ماذا تقصد.", "und-arabic"),
+    ("मुझे नहीं पता कि तुम्हारा क्या मतलब है।", "und-devanagari"),
+    ("Я не знаю, что ты имеешь в виду.", "und-cyrillic"),
+    ("می\u200cخواهم به خانه بروم.", "und-arabic"),  # Persian in Arabic script
+    ("12345 !!!", "en"),  # no letters: the default
+    ("", "en"),
+])
+def test_language(text: str, expected: str) -> None:
+    assert language(text) == expected
+
+
+def test_main_script_is_the_majority_of_letters() -> None:
+    assert main_script("OK 好的好的") == "CJK" and main_script("好 okay") == "LATIN" and main_script("42") is None
+
+
+@pytest.mark.parametrize(("tag", "code"), [("en-US", "en"), ("EN_gb", "en"), ("english", "en"), ("Chinese", "zh"),
+                                           ("fa", "fa"), ("und-cjk", "und-cjk"), ("klingon", "klingon")])
+def test_normalize(tag: str, code: str) -> None:
+    assert normalize(tag) == code
