@@ -241,14 +241,15 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
 
 def test_gate_rows_show_each_round_and_which_was_kept() -> None:
     detail = {"asr": 0.25, "ci": [0.1, 0.5], "n": 8, "successes": 2}
-    rounds = [{"round": 0, "lr": None, "val_spearman": 0.3, "val_asr": 0.25, "val_asr_detail": detail,
-               "objective": 0.05, "valid": True, "kept": True, "added": 0},
-              {"round": 1, "lr": 2.5e-4, "val_spearman": 0.2, "val_asr": 0.0,
+    rounds = [{"round": 0, "lr": None, "val_spearman": 0.3, "val_sets": {"a": 0.2, "b": 0.4}, "val_asr": 0.25,
+               "val_asr_detail": detail, "objective": 0.05, "valid": True, "kept": True, "added": 0},
+              {"round": 1, "lr": 2.5e-4, "val_spearman": 0.2, "val_sets": {"a": 0.25, "b": 0.15}, "val_asr": 0.0,
                "val_asr_detail": {"asr": 0.0, "ci": [0.0, 0.3], "n": 8, "successes": 0},
                "objective": 0.2, "valid": False, "kept": False, "added": 7}]
     rows = gate_rows({"trained": {"rounds": rounds}, "ablations": {"offline": {"rounds": rounds[:1]}}})
     assert [r[0] for r in rows] == ["hardened", "hardened", "ablation offline"]
-    assert rows[0][1:5] == ["0", "base", "0", "0.300"] and rows[0][5] == "25.0 [10.0, 50.0]"
+    assert rows[0][1:6] == ["0", "base", "0", "0.300", "–"] and rows[0][6] == "25.0 [10.0, 50.0]"
+    assert rows[1][5] == "b (-0.250)"  # the set that fell most, not the one that rose
     assert rows[0][-2:] == ["yes", "**yes**"] and rows[1][-2:] == ["**no**", ""]
     assert rows[1][2] == "0.00025" and rows[1][3] == "7"
 

@@ -13,7 +13,15 @@ import pytest
 import torch
 import yaml
 from robusteval.training.data import Item, build_pool, collate, split_of
-from robusteval.training.rounds import Fitted, RoundsSpec, adversarial_rounds, choose, objective, round_settings
+from robusteval.training.rounds import (
+    Fitted,
+    RoundsSpec,
+    adversarial_rounds,
+    choose,
+    objective,
+    round_settings,
+    within_tolerance,
+)
 
 from robusteval import Sample
 from robusteval.cli.main import main
@@ -33,6 +41,20 @@ def test_choose_never_keeps_a_round_that_loses_validity_beyond_the_tolerance() -
     within = rec(0.385, 0.20)  # fell 0.015: allowed, and better on the objective
     assert choose([base, robust_but_invalid, within], tolerance=0.02) == 2
     assert choose([base, rec(0.45, 0.60)], tolerance=0.02) == 0  # more valid but less robust: objective decides
+
+
+def test_gate_every_also_holds_each_validation_set_to_the_tolerance() -> None:
+    base = {**rec(0.30, 0.40), "val_sets": {"gupta": 0.29, "zhao": 0.13}}
+    # the mean holds (0.30 -> 0.30) but one set fell 0.08 while another rose: "mean" keeps it, "every" does not
+    shifted = {**rec(0.30, 0.10), "val_sets": {"gupta": 0.21, "zhao": 0.21}}
+    assert within_tolerance(base, shifted, 0.02, "mean") and not within_tolerance(base, shifted, 0.02, "every")
+    assert choose([base, shifted], 0.02, "mean") == 1 and choose([base, shifted], 0.02, "every") == 0
+    even = {**rec(0.295, 0.10), "val_sets": {"gupta": 0.275, "zhao": 0.125}}  # each set within 0.02
+    assert choose([base, even], 0.02, "every") == 1
+    missing = {**rec(0.31, 0.0), "val_sets": {"gupta": 0.3}}  # a set without a value fails "every"
+    assert not within_tolerance(base, missing, 0.02, "every")
+    with pytest.raises(RobustevalError, match=r"rounds\.gate"):
+        RoundsSpec.from_config({"gate": "median"})
 
 
 def test_a_round_that_lowers_validation_spearman_is_not_kept_and_the_next_continues_the_kept_model(

@@ -11,8 +11,9 @@ learned victims of ``robusteval compare``.
   add the examples that fooled it → train further*, and chooses the checkpoint on a
   validation objective: clean Spearman on the validation split minus ``asr_weight`` × the ASR
   of the training attacks re-run against the round's model on the *validation* contexts. A
-  round whose validation Spearman falls more than ``tolerance`` below the base's is never
-  kept, whatever its ASR (:func:`choose`), and the next round continues from the last kept
+  round whose validation Spearman falls more than ``tolerance`` below the base's (with
+  ``gate: every``, on any validation set) is never kept, whatever its ASR (:func:`choose`),
+  and the next round continues from the last kept
   model with its learning rate multiplied by ``backoff`` (after any round that was not kept:
   the same step on the same examples would only repeat it). ``online: false`` attacks only the base (the offline
   ablation).
@@ -180,6 +181,7 @@ class RoundsSpec:
     families: list[str] | None = None  # train on these families' examples only (generalization matrix)
     replay: float = 1.0  # share of the human-judged train items replayed in each round
     backoff: float = 0.5  # after a round that is not kept, the next one trains with lr x backoff
+    gate: str = "mean"  # "mean": the mean validation Spearman within tolerance; "every": each validation set too
 
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> RoundsSpec:
@@ -188,7 +190,13 @@ class RoundsSpec:
         if unknown:
             raise RobustevalError(f"rounds: unknown key(s) {sorted(unknown)}; allowed: "
                                   f"{', '.join(sorted({*cls.__dataclass_fields__, *ROUND_LOSSES}))}")
-        return cls(**raw)
+        spec = cls(**raw)
+        if spec.gate not in GATES:
+            raise RobustevalError(f"rounds.gate must be one of {GATES}, got {spec.gate!r}")
+        return spec
+
+
+GATES = ("mean", "every")
 
 
 # module arguments that only the adversarial rounds use (the base trains without them)
@@ -208,14 +216,25 @@ def objective(val_spearman: float, val_asr: float | None, asr_weight: float) -> 
     return val_spearman - asr_weight * (val_asr or 0.0)
 
 
-def choose(records: Sequence[dict[str, Any]], tolerance: float) -> int:
+def within_tolerance(base: dict[str, Any], record: dict[str, Any], tolerance: float, gate: str = "mean") -> bool:
+    """Whether a round kept validity: its mean validation Spearman at most ``tolerance`` below
+    the base's, and with ``gate="every"`` also each validation set's (``val_sets``; a set the
+    round has no value for fails)."""
+    if record["val_spearman"] < base["val_spearman"] - tolerance - 1e-12:
+        return False
+    if gate == "every":
+        got = record.get("val_sets") or {}
+        return all(got.get(k, float("-inf")) >= v - tolerance - 1e-12 for k, v in (base.get("val_sets") or {}).items())
+    return True
+
+
+def choose(records: Sequence[dict[str, Any]], tolerance: float, gate: str = "mean") -> int:
     """Index of the record to keep: the best ``objective`` among the base (index 0) and the
-    rounds whose validation Spearman is at most ``tolerance`` below the base's. A round that
-    trades validity for robustness beyond the tolerance is never chosen."""
-    floor = records[0]["val_spearman"] - tolerance
+    rounds :func:`within_tolerance` of it. A round that trades validity for robustness beyond
+    the tolerance is never chosen."""
     best = 0
     for i, r in enumerate(records[1:], start=1):
-        if r["val_spearman"] >= floor - 1e-12 and r["objective"] > records[best]["objective"]:
+        if within_tolerance(records[0], r, tolerance, gate) and r["objective"] > records[best]["objective"]:
             best = i
     return best
 
@@ -263,7 +282,8 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
                                 folder / f"round_{k}" / "val_attacks", resume, budget, dataset, criteria)
         v = memo[key]
         rho = float(fitted.val.get("val_spearman", 0.0))
-        return {"round": k, "export": fitted.export, "init": fitted.init, "val_spearman": rho,
+        sets = {key.split("/", 1)[1]: float(v) for key, v in fitted.val.items() if key.startswith("val_spearman/")}
+        return {"round": k, "export": fitted.export, "init": fitted.init, "val_spearman": rho, "val_sets": sets,
                 "val_asr": v.get("asr"), "val_asr_detail": v,
                 "objective": objective(rho, v.get("asr"), spec.asr_weight),
                 "test": fitted.test}
@@ -272,6 +292,8 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
 
     if not 0 < spec.backoff <= 1:
         raise RobustevalError(f"rounds.backoff must be in (0, 1], got {spec.backoff}")
+    if spec.gate not in GATES:
+        raise RobustevalError(f"rounds.gate must be one of {GATES}, got {spec.gate!r}")
     lr = float(model_args.get("lr") or inspect.signature(module_class(kind)).parameters["lr"].default)
     records = [{**measured(0, base), "valid": True, "kept": True, "added": 0, "lr": None}]
     kept = 0
@@ -305,10 +327,10 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
         fitted = fit(rdir / "model", kind, {**model_args, "lr": lr}, dargs, spec.epochs, current, resume, accelerator)
         rec = measured(k, fitted)
         rec["lr"] = lr
-        rec["valid"] = rec["val_spearman"] >= records[0]["val_spearman"] - spec.tolerance - 1e-12
+        rec["valid"] = within_tolerance(records[0], rec, spec.tolerance, spec.gate)
         rec["added"] = added
         records.append(rec)
-        best = choose(records, spec.tolerance)
+        best = choose(records, spec.tolerance, spec.gate)
         for i, r in enumerate(records):
             r["kept"] = i == best
         kept = best

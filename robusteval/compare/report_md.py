@@ -55,25 +55,38 @@ def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["model", "overall ASR %", *cols, "test Spearman (mean)"], rows
 
 
-GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "val ASR % [95% CI]", "objective",
-        "within tolerance", "kept"]
+GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "worst validation set (change)",
+        "val ASR % [95% CI]", "objective", "within tolerance", "kept"]
+
+
+def worst_set(base: dict[str, Any], record: dict[str, Any]) -> str:
+    """The validation set whose Spearman fell most from the base's, with the change."""
+    b, r = base.get("val_sets") or {}, record.get("val_sets") or {}
+    common = [k for k in b if k in r]
+    if not common or record is base:
+        return "–"
+    k = min(common, key=lambda name: r[name] - b[name])
+    return f"{k} ({r[k] - b[k]:+.3f})"
 
 
 def gate_rows(training: dict[str, Any]) -> list[list[str]]:
     """Every round of every hardened model (the trained variant, each generalization row, each
-    ablation) with its validation Spearman, validation ASR and the gate's decision: where the gate
+    ablation) with its validation Spearman (mean, and the set that fell most), validation ASR and
+    the gate's decision: where the gate
     kept the base, the model's test rows equal the base's, and this table says why."""
     models = [("hardened", training.get("trained") or {}),
               *((f"trained on {k}", v) for k, v in (training.get("by_family") or {}).items()),
               *((f"ablation {k}", v) for k, v in (training.get("ablations") or {}).items())]
     rows = []
     for name, rec in models:
-        for r in rec.get("rounds") or []:
+        rounds = rec.get("rounds") or []
+        for r in rounds:
             detail = r.get("val_asr_detail")
             asr = pct_ci(detail) if detail else pct(r.get("val_asr"))
             rows.append([name, str(r["round"]), "base" if r["round"] == 0 else (f"{r['lr']:.2g}" if r.get("lr")
                                                                                   else "–"),
-                         str(r.get("added", 0)), num(r.get("val_spearman")), asr, num(r.get("objective")),
+                         str(r.get("added", 0)), num(r.get("val_spearman")), worst_set(rounds[0], r), asr,
+                         num(r.get("objective")),
                          "yes" if r.get("valid") else "**no**", "**yes**" if r.get("kept") else ""])
     return rows
 
