@@ -100,14 +100,6 @@ class GEC(Detector):
     def _memo_key(self, s: Sample) -> Any:
         return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
 
-    def text_language(self, sample: Sample) -> str:
-        """The response's language: ``meta["language"]`` when the sample has one (``en-US`` and
-        ``english`` count as ``en``), else :func:`robusteval.langid.language`."""
-        from robusteval.langid import language, normalize
-
-        given = (sample.meta or {}).get("language")
-        return normalize(str(given)) if given else language(sample.response)
-
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend, "backend_reason": self.why}
 
@@ -119,7 +111,9 @@ class GEC(Detector):
         return self._tool
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
-        langs = [self.text_language(s) for s in samples] if self.languages else [None] * len(samples)
+        from robusteval.langid import sample_language
+
+        langs = [sample_language(s) for s in samples] if self.languages else [None] * len(samples)
         checked = [i for i, lang in enumerate(langs) if not self.languages or lang in self.languages]
         texts = [samples[i].response for i in checked]
         docs = dict(zip(checked, parsing.parse(texts), strict=True))

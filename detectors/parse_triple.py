@@ -12,6 +12,14 @@ paper's check) or ``gap`` (suspicion = 1 - triple precision / lemma precision: h
 candidate's *vocabulary* comes from the trusted text but not its *structure*, which is low for
 a fluent paraphrase and high for word salad built from the source). A candidate with no
 triple at all (a lone token or punctuation) gets suspicion 1.
+
+**Where it applies.** Mu & Lim check *summaries*, which restate their source: by default the
+detector judges ``summarization`` and ``data_to_text`` samples only. A dialogue reply shares
+almost no triples with its context however good it is (at the old default it flagged 72 % of
+well-rated English DailyDialog replies), so other tasks get suspicion 0, counted as
+``not_applicable:<task>``. The parser is spaCy's English one: a response in another language
+(``meta["language"]`` or :mod:`robusteval.langid`) abstains, counted as
+``abstained_language:<code>``. ``tasks=`` and ``languages=`` change both lists.
 """
 
 from __future__ import annotations
@@ -54,11 +62,15 @@ class ParseTriple(Detector):
     family: ClassVar[str] = "syntax"
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.95
-    reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references")
+    reads: ClassVar[tuple[str, ...]] = ("task", "response", "context", "reference", "references")
     needs: ClassVar[tuple[str, ...]] = ("reference or source",)
 
-    def __init__(self, against: str = "auto", measure: str = "f1", threshold: float | None = None) -> None:
+    def __init__(self, against: str = "auto", measure: str = "f1",
+                 tasks: tuple[str, ...] | list[str] = ("summarization", "data_to_text"),
+                 languages: tuple[str, ...] | list[str] = ("en",), threshold: float | None = None) -> None:
         super().__init__(threshold)
+        self.tasks = tuple(tasks)
+        self.languages = tuple(languages)
         if against not in AGAINST:
             raise ValueError(f"parse_triple: against must be one of {AGAINST}, got {against!r}")
         if measure not in MEASURES:
@@ -67,7 +79,11 @@ class ParseTriple(Detector):
         self.measure = measure
 
     def signature(self) -> str:
-        return f"against={self.against},measure={self.measure}"
+        return (f"against={self.against},measure={self.measure},tasks={','.join(self.tasks)},"
+                f"languages={','.join(self.languages)}")
+
+    def _memo_key(self, s: Sample) -> Any:
+        return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
 
     def trusted(self, s: Sample) -> tuple[str, ...]:
         refs = tuple(r for r in s.all_references() if not is_blank(r))
@@ -80,7 +96,27 @@ class ParseTriple(Detector):
             raise InputError(s.id, "context", "parse_triple needs a reference or a source / context")
         return (src,)
 
+    def skip(self, s: Sample) -> dict[str, Any] | None:
+        """The row of a sample this detector does not judge (another task, or a language its
+        English parser does not cover): suspicion 0 and a counted fallback; None otherwise."""
+        from robusteval.langid import sample_language
+
+        if s.task not in self.tasks:
+            return {"applicable": False, "suspicion": 0.0, "fallback": f"not_applicable:{s.task}"}
+        lang = sample_language(s)
+        if lang not in self.languages:
+            return {"applicable": False, "language": lang, "suspicion": 0.0, "fallback": f"abstained_language:{lang}"}
+        return None
+
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        skipped = [self.skip(s) for s in samples]
+        judged = [s for s, sk in zip(samples, skipped, strict=True) if sk is None]
+        rows = iter(self._judge(judged))
+        return [sk if sk is not None else next(rows) for sk in skipped]
+
+    def _judge(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        if not samples:
+            return []
         trusted = [self.trusted(s) for s in samples]
         docs = parsing.parse([s.response for s in samples] + [t for ts in trusted for t in ts])
         cand_docs, rest = docs[:len(samples)], iter(docs[len(samples):])
@@ -102,5 +138,5 @@ class ParseTriple(Detector):
                 susp = 1.0 - best["triple_f1"]
             else:
                 susp = 1.0 - best["triple_p"] / best["lemma_p"] if best["lemma_p"] > 0 else 1.0
-            rows.append({**best, "triples": sum(c_tri.values()), "suspicion": susp})
+            rows.append({**best, "applicable": True, "triples": sum(c_tri.values()), "suspicion": susp})
         return rows

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections import Counter
+from typing import Any
 
 from robusteval.text import words
 
@@ -87,3 +88,10 @@ def normalize(tag: str) -> str:
     -> ``"en"``, ``"English"`` -> ``"en"``; anything else lower-cased as given."""
     t = tag.strip().lower()
     return _NAMES.get(t, t.replace("_", "-").split("-")[0] if not t.startswith("und-") else t)
+
+
+def sample_language(sample: Any) -> str:
+    """A sample's response language: its ``meta["language"]`` (normalized) when given, else
+    :func:`language` of the response."""
+    given = (getattr(sample, "meta", None) or {}).get("language")
+    return normalize(str(given)) if given else language(sample.response)

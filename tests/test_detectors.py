@@ -195,9 +195,24 @@ def test_parse_triple_exact_and_against() -> None:
     src = detectors.load("parse_triple", against="source").analyze([summ("A cat sat on a mat all day.")])[0]
     assert src["triple_f1"] == 1.0
     with pytest.raises(InputError, match="needs a reference"):
-        detectors.load("parse_triple", against="reference").detect([Sample(id="x", task="dialogue", response="hi there")])
+        detectors.load("parse_triple", against="reference").detect([Sample(id="x", task="summarization",
+                                                                           response="hi there")])
     gap = detectors.load("parse_triple", measure="gap").analyze([summ("mat the sat cat on. there happy was it.")])[0]
     assert gap["suspicion"] == pytest.approx(1 - gap["triple_p"] / gap["lemma_p"])
+
+
+def test_parse_triple_judges_summaries_in_english_and_counts_what_it_skips() -> None:
+    d = detectors.load("parse_triple")
+    reply = dlg("sure , i 'd love to come to the party on friday .")  # a good reply shares no triple with its context
+    french = Sample(id="f", task="summarization", response="Le chat est resté sur le tapis toute la journée.",
+                    context=("Un chat était assis sur un tapis toute la journée.",))
+    rows = d.analyze([reply, french, summ(".")])
+    assert rows[0] == {"applicable": False, "suspicion": 0.0, "fallback": "not_applicable:dialogue"}
+    assert rows[1]["language"] == "fr" and rows[1]["suspicion"] == 0.0
+    assert rows[2]["suspicion"] == 1.0  # the universal "." trigger on a summary is still caught
+    assert d.report()["fallbacks"] == {"not_applicable:dialogue": 1, "abstained_language:fr": 1}
+    on_dialogue = detectors.load("parse_triple", tasks=["dialogue"]).analyze([reply])[0]
+    assert on_dialogue["applicable"] is True and on_dialogue["suspicion"] >= 0.7  # why dialogue is off by default
 
 
 # -- context_copy, speaker_tag, generic, judge_injection ------------------------------------
