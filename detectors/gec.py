@@ -13,7 +13,9 @@ Two backends:
   English rules: a response in another language (``meta["language"]``, else
   :func:`robusteval.langid.language`) is not checked; the detector abstains (suspicion 0,
   counted as ``abstained_language:<code>`` in its report) instead of flagging French spelled
-  against English resources. ``languages=[...]`` changes the list for either backend.
+  against English resources. LanguageTool checks in ``language`` (default ``en-US``; a response
+  in another language abstains the same way) or, with ``language="auto"``, in the language the
+  server detects. ``languages=[...]`` changes the list for either backend.
 
 ``backend="auto"`` (the default) uses LanguageTool when a server answers or a local install is
 configured, else builtin; :meth:`GEC.describe` and every output say which backend ran and why.
@@ -87,9 +89,14 @@ class GEC(Detector):
         self.backend, self.server, self.why = resolve_backend(backend, remote_server)
         self.language = language
         self.scale = scale
-        # the builtin rules are English rules: other languages abstain (LanguageTool checks the
-        # languages it is given; language="auto" lets the server detect them)
-        default = ("en",) if self.backend == "builtin" else None
+        # the builtin rules are English rules, and LanguageTool checks in ``language``: a response
+        # in another language abstains (language="auto" lets the server detect each text's)
+        from robusteval.langid import normalize
+
+        if self.backend == "builtin":
+            default: tuple[str, ...] | None = ("en",)
+        else:
+            default = None if language == "auto" else (normalize(language),)
         self.languages = tuple(languages) if languages is not None else default
         self._tool: Any = None
 

@@ -13,7 +13,7 @@ Two signals, the larger one is the suspicion:
   (not stop words, alphabetic), so a one-word reply like "Cucumber" scores 0.75 and a reply
   with four or more content words scores 0. In scripts written without spaces (Chinese,
   Japanese, Thai, Lao, Khmer, Myanmar) words are estimated from the length of each run
-  (:func:`word_count`), so "我今天下午去公园散步了" counts as about five words, not one.
+  (:func:`word_count`), so "我今天下午去公园散步了" counts as six words, not one.
 
 For dialogue responses only by default (``tasks``); a short summary is not "generic" in this
 sense, so other tasks get 0 and are counted as ``not_applicable``.
@@ -51,7 +51,7 @@ def _stop_words() -> frozenset[str]:
     return frozenset(STOP_WORDS) | {"n't", "'s", "'m", "'re", "'ll", "'ve", "'d", "don't", "i'm", "it's"}
 
 
-# Scripts written without spaces between words: a "word" found by the regex above is a whole
+# Scripts written without spaces between words: a "word" of robusteval.text.words is a whole
 # phrase or sentence there. Its word count is estimated from its length: about two characters
 # per word for Chinese and Japanese, about four code points (consonants plus vowel signs) per
 # word for the Southeast Asian scripts. An approximation, documented as one; it only has to
@@ -65,8 +65,8 @@ def _unsegmented(ch: str) -> float | None:
 
 
 def word_count(token: str) -> int:
-    """Words in one regex token: 1, or the length-based estimate for a run of an unsegmented
-    script (mixed tokens count each part)."""
+    """Words in one token of :func:`robusteval.text.words`: 1, or the length-based estimate for a
+    run of an unsegmented script (a mixed token counts its spaced part as one word)."""
     seg = unseg = 0.0
     for ch in token:
         per = _unsegmented(ch)
