@@ -28,10 +28,8 @@ README_GUARD = ("nonalnum", "parse_triple", "gec")
 OPTIONS = {"gec": {"backend": "builtin"}}
 
 
-def replies(language: str, limit: int | None) -> list[Sample]:
-    """Well-rated DailyDialog-Zhao replies in ``language`` ("english" is the original text)."""
-    folder = os.environ.get("ROBUSTEVAL_DATA")
-    good = [s for s in data.load("dailydialog-zhao", folder) if s.human.get("overall", 0.0) >= 4.0][:limit]
+def replies(good: list[Sample], language: str) -> list[Sample]:
+    """The well-rated replies ``good`` in ``language`` ("english" is the original text)."""
     if language == "english":
         return good
     out = []
@@ -53,13 +51,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = args.detectors or detectors.names()
     dets = {n: detectors.load(n, **OPTIONS.get(n, {})) for n in names}
-    languages = list(data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])[0].meta["translations"])
+    everything = data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])
+    good = [s for s in everything if s.human.get("overall", 0.0) >= 4.0][:args.limit]
+    languages = list(everything[0].meta["translations"])
     guard = [n for n in README_GUARD if n in dets]
     head = ["language", "n", *names, "README guard (" + " + ".join(guard) + ")", "all detectors"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for lang in languages:
-        samples = replies(lang, args.limit)
+        samples = replies(good, lang)
         flags = {n: d.flags(samples) for n, d in dets.items()}
         readme = np.any([flags[n] for n in guard], axis=0) if guard else np.zeros(len(samples), bool)
         every = np.any(list(flags.values()), axis=0)

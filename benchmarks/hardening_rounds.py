@@ -12,29 +12,24 @@ side by side. Attack logs go to ``--out-dir/<label>/results.jsonl`` (resumable).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from rounds_setup import first_suite, parser
+
 from robusteval import attacks, metrics
 from robusteval.asr import asr_table, by_direction, overall
 from robusteval.attacks.runner import run_attacks
-from robusteval.cli.common import load_config
-from robusteval.compare.config import parse
 from robusteval.compare.pipeline import SuiteData
 from robusteval.stats import pct
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--resume", action="store_true")
+    ap = parser(__doc__, base=False)
     ap.add_argument("models", nargs="+", help="label=export folder")
     args = ap.parse_args(argv)
-    cfg = parse(load_config(args.config))
-    suite = cfg.suites[0]
+    cfg, suite, _ = first_suite(args)
     sd = SuiteData(suite, cfg, None)
     tables, split, spearman = {}, {}, {}
     for item in args.models:

@@ -10,28 +10,21 @@ adversarial data (BENCHMARKS §11).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from robusteval.training.rounds import fit
+from rounds_setup import first_suite, parser
 
-from robusteval.cli.common import load_config
-from robusteval.compare.config import parse
 from robusteval.compare.learned import data_args, variant_settings
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--base", required=True, help="the trained base export")
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--resume", action="store_true")
-    args = ap.parse_args(argv)
-    cfg = parse(load_config(args.config))
-    suite = cfg.suites[0]
-    train = next(v.train for v in suite.victims if v.train is not None)
+    args = parser(__doc__, base=True).parse_args(argv)
+    cfg, suite, train = first_suite(args)
+    if train is None:
+        raise SystemExit(f"{args.config}: the first suite has no learned victim (train: block)")
     dargs = data_args(train, suite, cfg, None)
     model, spec = variant_settings(train)
     for label, extra in (("null-embed", {}), ("null-plain", {"embed_adv_weight": 0.0})):

@@ -12,45 +12,37 @@ test contexts are never touched.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from robusteval.training.rounds import adversarial_rounds, measure, round_settings
+from robusteval.training.rounds import adversarial_rounds, measure
+from rounds_setup import first_suite, parser
 
-from robusteval import attacks
-from robusteval.cli.common import load_config
-from robusteval.compare.config import parse
-from robusteval.compare.learned import data_args
+from robusteval.compare.learned import data_args, training_attacks, variant_settings
 from robusteval.compare.pipeline import SuiteData
 from robusteval.stats import pct
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--base", required=True, help="the trained base export")
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--resume", action="store_true")
+    ap = parser(__doc__, base=True)
     ap.add_argument("variants", nargs="+", help='label={"key": value, ...} overriding the rounds block')
     args = ap.parse_args(argv)
-    cfg = parse(load_config(args.config))
-    suite = cfg.suites[0]
-    train = next(v.train for v in suite.victims if v.train is not None)
+    cfg, suite, train = first_suite(args)
+    if train is None:
+        raise SystemExit(f"{args.config}: the first suite has no learned victim (train: block)")
     sd = SuiteData(suite, cfg, None)
     dargs = data_args(train, suite, cfg, None)
     out = Path(args.out_dir)
     base = measure(out / "base", train.module, args.base, train.model, dargs, args.resume)
-    chosen = attacks.select(train.attacks or suite.attacks, cfg.seed, suite.attack_options)
-    train_attacks = [a for a in chosen if a.family not in set(train.held_out)]
+    train_attacks = training_attacks(train, suite, cfg, suite.attacks)
     reuse: dict[str, object] = {}
     rows = []
     for item in args.variants:
         label, _, raw = item.partition("=")
         overrides = json.loads(raw or "{}")
-        model, spec = round_settings(train.model, {"epochs": train.round_epochs, "train_limit": train.train_limit,
-                                                   **train.rounds, **overrides, "rounds": 1})
+        model, spec = variant_settings(replace(train, rounds={**train.rounds, **overrides, "rounds": 1}))
         result = adversarial_rounds(out / label, kind=train.module, model_args=model, data_args=dargs, base=base,
                                     train_pool=sd.train, val_pool=sd.val, attacks=train_attacks, spec=spec,
                                     budget=cfg.budget, dataset=suite.dataset, criteria=cfg.criteria,

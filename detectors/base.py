@@ -72,8 +72,10 @@ class Detector(ABC):
     MEMO_SIZE: ClassVar[int] = 100_000
 
     def _memo_key(self, s: Sample) -> Hashable:
-        """Everything this detector reads from ``s`` (its ``reads``): equal keys, equal answers."""
-        return tuple(getattr(s, f) for f in self.reads)
+        """Everything this detector reads from ``s`` (its ``reads``), and the language the sample
+        declares (``meta["language"]``: detectors that support some languages abstain on the
+        others): equal keys, equal answers."""
+        return (*(getattr(s, f) for f in self.reads), (s.meta or {}).get("language"))
 
     # -- public API ---------------------------------------------------------------------
     def analyze(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:

@@ -104,8 +104,6 @@ class GEC(Detector):
         langs = ",".join(self.languages) if self.languages else "any"
         return f"backend={self.backend},scale={self.scale},languages={langs}"
 
-    def _memo_key(self, s: Sample) -> Any:
-        return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "backend": self.backend, "backend_reason": self.why}

@@ -82,8 +82,6 @@ class ParseTriple(Detector):
         return (f"against={self.against},measure={self.measure},tasks={','.join(self.tasks)},"
                 f"languages={','.join(self.languages)}")
 
-    def _memo_key(self, s: Sample) -> Any:
-        return (*super()._memo_key(s), (s.meta or {}).get("language"))  # a given language changes the answer
 
     def trusted(self, s: Sample) -> tuple[str, ...]:
         refs = tuple(r for r in s.all_references() if not is_blank(r))

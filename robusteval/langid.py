@@ -22,6 +22,7 @@ short English replies for Portuguese, Slovak or Welsh.
 from __future__ import annotations
 
 import functools
+import math
 import unicodedata
 from collections import Counter
 from typing import Any
@@ -54,11 +55,10 @@ def _frequencies(lang: str) -> dict[str, float]:
 
 
 def _zipf(freq: float) -> float:
-    import math
-
     return math.log10(freq) + 9.0 if freq > 0 else 0.0
 
 
+@functools.lru_cache(maxsize=65536)  # a guard's detectors ask about the same response in turn
 def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN_LANGUAGES) -> str:
     """ISO 639-1 code of a Latin-script text's language among ``candidates``; ``"und-<script>"``
     for text in another script; ``default`` for text without letters or known words."""

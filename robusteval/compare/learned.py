@@ -81,6 +81,16 @@ def variant_settings(train: TrainSpec, ablation: str | None = None) -> tuple[dic
     return model, spec
 
 
+def training_attacks(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig,
+                     all_attack_names: Sequence[str]) -> list[Any]:
+    """The attacks a learned victim trains on: ``train.attacks`` (default: the suite's), fresh,
+    minus the ``held_out`` families."""
+    from robusteval import attacks
+
+    chosen = attacks.select(train.attacks or list(all_attack_names), cfg.seed, suite.attack_options)
+    return [a for a in chosen if a.family not in set(train.held_out)]
+
+
 def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: dict[str, Sequence[Sample]],
                  all_attack_names: Sequence[str], out: Path, resume: bool, data_dir: str | None,
                  load: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
@@ -88,8 +98,6 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: 
     the one round loop of :mod:`robusteval.training.rounds`. ``pools`` holds the suite's
     ``train`` and ``val`` contexts. Returns the records (exports, validation and test metrics,
     rounds) and the base as a metric (``load(export)``): the comparison's plain variant."""
-    from robusteval import attacks
-
     dargs = data_args(train, suite, cfg, data_dir)
     kind = train.module
     with quiet_lightning():
@@ -97,9 +105,8 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: 
             base = measure(out / "base", kind, train.checkpoint, train.model, dargs, resume)
         else:
             base = train_base(out / "base", kind, train.model, dargs, train.epochs, train.pretrain, resume)
-    chosen = attacks.select(train.attacks or list(all_attack_names), cfg.seed, suite.attack_options)
     held = set(train.held_out)
-    train_attacks = [a for a in chosen if a.family not in held]
+    train_attacks = training_attacks(train, suite, cfg, all_attack_names)
     unknown = set(train.generalization) - {a.family for a in train_attacks}
     if unknown:
         raise RobustevalError(f"generalization families {sorted(unknown)} are not among the training attacks' "
