@@ -9,6 +9,13 @@ validators with explicit on-fail actions):
   the sample (default penalty 0.5: one flag halves it, two quarter it);
 * ``floor`` — a flagged sample scores 0;
 * ``reject`` — a flagged sample raises :class:`GuardRejection` naming it and the detectors.
+  An attack run does not abort: the runner scores through :meth:`GuardedMetric.screened`,
+  which reports rejections instead of raising, and writes them as rows with outcome
+  ``rejected`` (or ``original_rejected`` when the clean original itself is refused);
+* ``sanitize`` — the *fix* action: role prefixes, invisible and control characters and
+  mixed-script homoglyphs are removed (:func:`robusteval.detectors.sanitize.sanitize`), the
+  detectors screen the cleaned text, the wrapped metric scores it, and a cleaned text that is
+  still flagged scores 0 (as with ``floor``). What was removed is in :meth:`details`.
 
 Inputs pass :meth:`Metric.score`'s checks before any detector or the wrapped metric sees them
 (the same for every policy): a lone surrogate in any field is an InputError naming the sample
@@ -29,12 +36,14 @@ from typing import Any
 
 import numpy as np
 from robusteval.detectors.base import Detector
+from robusteval.detectors.sanitize import Sanitized, sanitize
 
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
+from robusteval.text import check_sample_text, is_blank
 from robusteval.types import Sample
 
-POLICIES = ("flag", "penalize", "floor", "reject")
+POLICIES = ("flag", "penalize", "floor", "reject", "sanitize")
 
 
 class GuardRejection(InputError):
@@ -86,15 +95,62 @@ class GuardedMetric(Metric):
         return susp, susp >= thr
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
-        susp, flags = self.screen(samples)
-        if self.policy == "reject" and flags.any():
-            i = int(np.flatnonzero(flags.any(axis=1))[0])
-            names = [d.name for d, f in zip(self.detectors, flags[i], strict=True) if f]
+        out, rejected = self._guarded(samples)
+        if rejected.any():
+            i = int(np.flatnonzero(rejected)[0])
+            names = self._details[(samples[i].id, samples[i].response)]["flagged"]
             raise GuardRejection(samples[i].id, "response",
                                  f"rejected by the guard around {self.metric.name}: flagged by {', '.join(names)}")
-        raw = np.asarray(self.metric.score(samples), dtype=float)
-        if self.policy == "floor":
-            out = np.where(flags.any(axis=1), 0.0, raw)
+        return out
+
+    def screened(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rejected): like :meth:`score`, but a sample the ``reject`` policy refuses is
+        marked in ``rejected`` (its score is NaN) instead of raising :class:`GuardRejection`.
+        Blank responses and invalid text are handled as :meth:`score` handles them."""
+        samples = list(samples)
+        out = np.full(len(samples), np.nan)
+        rejected = np.zeros(len(samples), dtype=bool)
+        todo: list[int] = []
+        for i, s in enumerate(samples):
+            if is_blank(s.response):
+                out[i] = float(self.score([s])[0])  # the metric's on_empty: an error or a counted floor
+            else:
+                todo.append(i)
+        if todo:
+            sub = [samples[i] for i in todo]
+            for s in sub:
+                check_sample_text(s)
+                self.check_sample(s)
+            scores, rej = self._guarded(sub)
+            out[todo] = np.where(rej, np.nan, np.clip(scores, 0.0, 100.0))
+            rejected[todo] = rej
+        return out, rejected
+
+    def _guarded(self, samples: list[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """Scores under the policy, and which samples ``reject`` refuses (their score NaN)."""
+        screened = samples
+        cleaned: list[Sanitized | None] = [None] * len(samples)
+        if self.policy == "sanitize":
+            cleaned = [sanitize(s.response) for s in samples]
+            screened = [s.with_response(c.text) if c.changed else s for s, c in zip(samples, cleaned, strict=True)]
+        blank = np.array([is_blank(s.response) for s in screened], dtype=bool)  # sanitized to nothing
+        susp = np.ones((len(samples), len(self.detectors)))
+        flags = np.ones_like(susp, dtype=bool)
+        if (~blank).any():
+            keep = [s for s, b in zip(screened, blank, strict=True) if not b]
+            susp[~blank], flags[~blank] = self.screen(keep)
+        flagged_any = flags.any(axis=1)
+        rejected = flagged_any if self.policy == "reject" else np.zeros(len(samples), dtype=bool)
+        raw = np.full(len(samples), np.nan)
+        need = ~rejected & ~blank
+        if need.any():
+            raw[need] = np.asarray(self.metric.score([s for s, n in zip(screened, need, strict=True) if n]),
+                                   dtype=float)
+        if blank.any():
+            raw[blank] = 0.0
+            self.fallbacks["sanitized_to_empty"] += int(blank.sum())
+        if self.policy in ("floor", "sanitize"):
+            out = np.where(flagged_any, 0.0, raw)
         elif self.policy == "penalize":
             out = raw * (1.0 - self.penalty) ** flags.sum(axis=1)
         else:
@@ -105,11 +161,19 @@ class GuardedMetric(Metric):
             self.flag_counts.update(flagged)
             if flagged:
                 self.flag_counts["any"] += 1
-            self._remember(s, {"raw_score": float(raw[i]), "guarded_score": float(out[i]),
-                               "flagged": flagged,
-                               "suspicion": {d.name: round(float(susp[i, k]), 6)
-                                             for k, d in enumerate(self.detectors)}})
-        return out
+            if rejected[i]:
+                self.flag_counts["rejected"] += 1
+            row: dict[str, Any] = {"raw_score": None if np.isnan(raw[i]) else float(raw[i]),
+                                   "guarded_score": None if rejected[i] else float(out[i]),
+                                   "flagged": flagged, "rejected": bool(rejected[i]),
+                                   "suspicion": {d.name: round(float(susp[i, k]), 6)
+                                                 for k, d in enumerate(self.detectors)}}
+            c = cleaned[i]
+            if c is not None and c.changed:
+                row["sanitized"] = {"text": c.text, "removed": c.removed}
+                self.flag_counts["sanitized"] += 1
+            self._remember(s, row)
+        return out, rejected
 
     def _remember(self, s: Sample, row: dict[str, Any]) -> None:
         self._details[(s.id, s.response)] = row

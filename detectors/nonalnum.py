@@ -31,11 +31,11 @@ from robusteval.detectors.base import Detector, register_detector, squash
 from robusteval.types import Sample
 
 _ALLOWED_CONTROL = {"\n", "\t", "\r"}
-_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Cn"}
-_CONFUSABLE = {"LATIN", "CYRILLIC", "GREEK"}
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}
+CONFUSABLE_SCRIPTS = {"LATIN", "CYRILLIC", "GREEK"}
 
 
-def _script(ch: str) -> str:
+def char_script(ch: str) -> str:
     name = unicodedata.name(ch, "")
     head = name.split(" ", 1)[0]
     if head in {"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "IDEOGRAPHIC"}:
@@ -53,7 +53,7 @@ _JOINING_SCRIPTS = {"ARABIC", "SYRIAC", "NKO", "MONGOLIAN", "DEVANAGARI", "BENGA
 
 def _letter_script(ch: str) -> str | None:
     """The script of a letter or combining mark (a virama, a vowel sign), else None."""
-    return _script(ch) if unicodedata.category(ch)[0] in "LM" else None
+    return char_script(ch) if unicodedata.category(ch)[0] in "LM" else None
 
 
 def joiner_in_word(text: str, i: int) -> bool:
@@ -80,7 +80,7 @@ def features(text: str) -> dict[str, Any]:
         if ch in _JOINERS and joiner_in_word(text, i):
             continue  # part of the word's spelling: neither invisible nor punctuation
         cat = unicodedata.category(ch)
-        if cat in _INVISIBLE and ch not in _ALLOWED_CONTROL:
+        if cat in HIDDEN_CATEGORIES and ch not in _ALLOWED_CONTROL:
             invisible += 1
         nonspace += 1
         if ch.isalnum() or cat[0] == "M":  # combining marks (Devanagari vowel signs...) belong to letters
@@ -92,8 +92,8 @@ def features(text: str) -> dict[str, Any]:
             longest = max(longest, run)
     mixed = 0
     for token in text.split():
-        scripts = {_script(c) for c in token if c.isalpha()}
-        if len(scripts & _CONFUSABLE) >= 2:
+        scripts = {char_script(c) for c in token if c.isalpha()}
+        if len(scripts & CONFUSABLE_SCRIPTS) >= 2:
             mixed += 1
     return {"longest_run": longest, "share": nonalnum / nonspace if nonspace else 0.0,
             "invisible": invisible, "mixed_script_tokens": mixed, "alnum": alnum}

@@ -22,7 +22,7 @@ from robusteval.paths import resource
 from robusteval.types import Sample
 
 _LABEL = r"[^\W\d_][\w'.-]{0,19}(?:\s+\d{1,2}|\s+[^\W\d_][\w'-]{0,14})?"
-_PREFIX = re.compile(rf"^\s*[\[(<]?\s*({_LABEL})\s*[\])>]?\s*:(?!//)", re.UNICODE | re.MULTILINE)
+ROLE_PREFIX = re.compile(rf"^\s*[\[(<]?\s*({_LABEL})\s*[\])>]?\s*:(?!//)", re.UNICODE | re.MULTILINE)
 _INLINE = re.compile(r"[.!?]\s+([^\W\d_][\w'-]{0,19})\s*:\s", re.UNICODE)
 
 
@@ -34,7 +34,7 @@ def roles() -> frozenset[str]:
 def tag_score(text: str) -> tuple[float, str | None]:
     known = roles()
     best, found = 0.0, None
-    for m in _PREFIX.finditer(text):
+    for m in ROLE_PREFIX.finditer(text):
         label = m.group(1).strip()
         first = label.split()[0].lower()
         score = 1.0 if label.lower() in known or first in known else 0.7

@@ -4,10 +4,11 @@
 ASR = fooled / attacked, with a 95 % interval (:func:`robusteval.stats.proportion`: Wilson,
 or a bootstrap over contexts when several rows of a group share a context). The
 denominator is every row whose attack ran (outcome ``attacked``), including searches that
-exhausted their budget without fooling the victim; rows the attack could not apply to
-(``skipped``), rows whose clean original a guard had already floored
-(``original_floored``) and the fitting samples of a universal trigger are counted apart and
-never enter it.
+exhausted their budget without fooling the victim and texts a ``reject`` guard refused
+(``rejected``: ran, fooled nothing); rows the attack could not apply to
+(``skipped``), rows whose clean original a guard had already floored or refused
+(``original_floored``, ``original_rejected``) and the fitting samples of a universal trigger
+are counted apart and never enter it.
 
 The *primary* criterion depends on the direction (see :mod:`robusteval.attacks.criteria`):
 R- texts fool the victim when they score at least as high as the reference (Vasselli &
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.attacks.base import ResultRow
+from robusteval.attacks.base import COUNTED_OUTCOMES, ResultRow
 from robusteval.attacks.criteria import CRITERIA, PRIMARY
 from robusteval.stats import mean_ci, proportion
 
@@ -46,8 +47,9 @@ def is_fitting(row: ResultRow) -> bool:
 
 
 def is_counted(row: ResultRow) -> bool:
-    """In ASR denominators: the attack ran (``attacked``) on a sample it was not fitted on."""
-    return row.outcome == "attacked" and not is_fitting(row)
+    """In ASR denominators: the attack ran (``attacked``, or ``rejected`` by a guard: ran and
+    did not fool) on a sample it was not fitted on."""
+    return row.outcome in COUNTED_OUTCOMES and not is_fitting(row)
 
 
 def counted(rows: Iterable[ResultRow | Mapping[str, Any]]) -> list[ResultRow]:
@@ -108,8 +110,10 @@ def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
             "family": group[0].family,
             "attacked": len(used),
             "skipped": sum(r.outcome == "skipped" for r in group),
+            "rejected": sum(r.outcome == "rejected" for r in used),
             "original_floored": sum(r.outcome == "original_floored" for r in group),
-            "fitting": sum(is_fitting(r) and r.outcome == "attacked" for r in group),
+            "original_rejected": sum(r.outcome == "original_rejected" for r in group),
+            "fitting": sum(is_fitting(r) and r.outcome in COUNTED_OUTCOMES for r in group),
             "primary": asr(used),
             "criteria": {c: asr(used, c) for c in CRITERIA},
         }
@@ -159,16 +163,20 @@ def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
     from robusteval.stats import pct
 
     lines = [f"# Attack success rates against {victim} (%, 95 % interval)", "",
-             "ASR = fooled / attacked (searches that exhausted their budget count as attacked, not fooled).", "",
-             "| attack | family | dir | attacked | skipped | orig. floored | mean before | mean after | "
-             "ASR beats-ref | ASR expectation | ASR invariance | ASR gold | calls | cache hits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ASR = fooled / attacked (searches that exhausted their budget, and texts a reject guard "
+             "refused, count as attacked, not fooled).", "",
+             "| attack | family | dir | attacked | refused by guard | skipped | orig. floored / refused | "
+             "mean before | mean after | ASR beats-ref | ASR expectation | ASR invariance | ASR gold "
+             "| calls | cache hits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in summary.items():
         mb = "n/a" if s["mean_before"] is None else f"{s['mean_before']:.1f}"
         ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
         c = s["criteria"]
-        lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['attacked']}/{s['n']} | {s['skipped']} | "
-                     f"{s['original_floored']} | {mb} | {ma} | {pct(c['beats_reference'])} | "
+        lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['attacked']}/{s['n']} | "
+                     f"{s.get('rejected', 0)} | "
+                     f"{s['skipped']} | {s['original_floored']} / {s.get('original_rejected', 0)} | {mb} | {ma} | "
+                     f"{pct(c['beats_reference'])} | "
                      f"{pct(c['expectation'])} | {pct(c['invariance'])} | {pct(c['gold'])} | "
                      f"{s['model_calls']} | {s['cache_hits']} |")
     levels = {n: s["system_level"] for n, s in summary.items() if s.get("system_level", {}).get("n_docs")}

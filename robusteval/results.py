@@ -315,7 +315,11 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     The log's fingerprint is the metric's reproducibility string, a digest of the samples and
     ``fingerprint`` (the caller's settings): resuming with anything else is refused. The last
     row of each chunk carries the change of the metric's counters over that chunk
-    (``counters``), so :func:`sum_counters` over the log gives the run's totals."""
+    (``counters``), so :func:`sum_counters` over the log gives the run's totals.
+
+    Behind a guard with policy ``reject`` a refused response is logged with ``score: null``
+    (and the guard's details) and returned as NaN: it has no score, and the correlation code
+    drops it and counts it (``dropped_nonfinite``) instead of the run aborting."""
     from tqdm import tqdm
 
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
@@ -329,15 +333,18 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
             before = counters(metric)
-            scores = metric.score(part)
+            if getattr(metric, "policy", None) == "reject" and callable(getattr(metric, "screened", None)):
+                scores, _ = metric.screened(part)  # a refused response has no score (NaN), not an abort
+            else:
+                scores = metric.score(part)
             delta = counter_delta(before, counters(metric))
-            rows = [{"id": s.id, "score": float(v), **guard_row(metric, s)}
+            rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(metric, s)}
                     for s, v in zip(part, scores, strict=True)]
             if delta:
                 rows[-1]["counters"] = delta
             log.append(rows)
             bar.update(len(part))
-    return np.array([log.rows[i]["score"] for i in ids], dtype=float)
+    return np.array([np.nan if log.rows[i]["score"] is None else log.rows[i]["score"] for i in ids], dtype=float)
 
 
 def score_summary(log_path: Path, ids: Sequence[str]) -> dict[str, Any]:
@@ -345,13 +352,13 @@ def score_summary(log_path: Path, ids: Sequence[str]) -> dict[str, Any]:
     ``summary.json`` reports, computed from the log alone."""
     rows = {str(r["id"]): r for r in read_jsonl(log_path)}
     mine = [rows[i] for i in ids if i in rows]
-    scores = np.array([r["score"] for r in mine], dtype=float)
+    scores = np.array([r["score"] for r in mine if r["score"] is not None], dtype=float)
     flagged: dict[str, int] = {}
     guarded = [r for r in mine if r.get("guard")]
     for r in guarded:
         for name in r["guard"].get("flagged") or []:
             flagged[name] = flagged.get(name, 0) + 1
-    return {"n": len(mine), "missing": len(ids) - len(mine),
+    return {"n": len(mine), "missing": len(ids) - len(mine), "refused": sum(r["score"] is None for r in mine),
             "mean": float(scores.mean()) if len(scores) else None,
             "guard": {"scored": len(guarded), "flagged_any": sum(bool(r["guard"].get("flagged")) for r in guarded),
                       "flagged": dict(sorted(flagged.items()))} if guarded else None,

@@ -187,7 +187,7 @@ def test_perplexity_detector_rejects_lone_surrogates(tiny_lm) -> None:
     assert det.detect([sample("z", response="\u200b\u2060")]).tolist() == [1.0]
 
 
-@pytest.mark.parametrize("policy", ["flag", "penalize", "floor", "reject"])
+@pytest.mark.parametrize("policy", ["flag", "penalize", "floor", "reject", "sanitize"])
 def test_every_guard_policy_gives_clear_errors_and_counted_fallbacks(policy: str) -> None:
     g = detectors.guard(CountingMetric(), ["nonalnum", "speaker_tag"], policy=policy)
     for field, fields in FIELDS.items():

@@ -21,7 +21,8 @@ DIRECTIONS = ("R+", "R-")
 
 
 ROW_SCHEMA = "robusteval.row/2"
-OUTCOMES = ("attacked", "skipped", "original_floored")
+OUTCOMES = ("attacked", "rejected", "skipped", "original_floored", "original_rejected")
+COUNTED_OUTCOMES = ("attacked", "rejected")  # the ASR denominator
 
 
 @dataclass
@@ -33,10 +34,15 @@ class ResultRow:
     * ``attacked`` — the attack ran; ``success`` holds a verdict per criterion. A search that
       exhausts its budget is *attacked and not fooled*: ``adversarial`` is its best candidate
       and ``victim_after`` that candidate's score (``meta["exhausted"]`` is True).
+    * ``rejected`` — the attack ran and the victim's guard (policy ``reject``) refused its
+      text: in the ASR denominator, fooled under no criterion; ``meta["guard"]`` says which
+      detectors flagged it.
     * ``skipped`` — the attack cannot apply to this sample (no noun to change, no pool);
       ``note`` gives the reason. Only these rows leave the ASR denominator.
     * ``original_floored`` — a guarded victim already floored the clean original (a false
       positive of its guard), so no attack on it can be judged; reported apart.
+    * ``original_rejected`` — the same for a guard with policy ``reject``: it refused the
+      clean original.
 
     The row carries what a reader needs without side files: the dataset, the victim and its
     reproducibility string, the criteria (with their version) and the guard's details.

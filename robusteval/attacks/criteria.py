@@ -82,7 +82,7 @@ class Criteria:
     def judge(self, r: AttackResult, reference_score: float | None,
               victim_aspect: str = OVERALL) -> dict[str, bool | None]:
         none: dict[str, bool | None] = dict.fromkeys(CRITERIA)
-        if r.outcome != "attacked":
+        if r.outcome not in ("attacked", "rejected"):
             return none
         if r.direction == "R-" and r.meta.get("perturbation") is not None:
             cell = expectation(r.meta["perturbation"], victim_aspect, self.human_agreed_only)
@@ -90,7 +90,8 @@ class Criteria:
             cell = "directional"
         # ran and found nothing, or "found" the clean original itself (an exhausted R+ search):
         # failed -- two scorings of one text must not count as a move
-        if r.adversarial is None or r.victim_after is None or r.adversarial == r.original:
+        # (a text the guard refused, ``rejected``, is judged the same: the victim gave it no score)
+        if r.outcome == "rejected" or r.adversarial is None or r.victim_after is None or r.adversarial == r.original:
             return {"gold": False if r.gold_before is not None else None,
                     "beats_reference": False if r.direction == "R-" and reference_score is not None else None,
                     "expectation": False if r.direction == "R-" and cell is not None else None,

@@ -176,6 +176,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         before, reference_score = (float(v) for v in victim.score(
             sample, [sample.response, yardstick(sample, victim_metric)]))
         floored = original_floored(victim_metric, sample, before)
+        refused = victim.is_rejected(sample, sample.response)
         gold_before = gold.score_one(sample, sample.response) if gold else None
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below
@@ -213,8 +214,14 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                 r.meta["attack_gold_before"] = r.gold_before
             r.victim_before = before
             r.gold_before = gold_before if gold is not None else r.gold_before
-            if floored and r.outcome == "attacked":
+            if refused and r.outcome == "attacked":
+                r.outcome, r.note, r.victim_before = ("original_rejected", "the guard refused the clean original",
+                                                      None)
+                r.victim_after = None
+            elif floored and r.outcome == "attacked":
                 r.outcome, r.note = "original_floored", "the guard floored the clean original to 0"
+            elif r.outcome == "attacked" and victim.is_rejected(sample, r.adversarial):
+                r.outcome, r.note, r.victim_after = "rejected", "the guard refused the adversarial text", None
             r.success = criteria.judge(r, reference_score, aspect_of_victim)
             r.meta.setdefault("reference_score", reference_score)
             guard_details = getattr(victim_metric, "details", None)

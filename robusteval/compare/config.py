@@ -9,7 +9,7 @@ Schema (YAML; ``docs/compare.md`` has the annotated version)::
     n_boot: 200                 # bootstrap resamples for correlation CIs
     guard:                      # the input-sanitization defense
       detectors: [nonalnum, {name: gec, options: {backend: builtin}}, ...]
-      policy: floor             # flag | penalize | floor | reject
+      policy: floor             # flag | penalize | floor | reject | sanitize
       thresholds: path.json     # calibrated thresholds, or:
       calibrate: {clean: [quickstart-references], target_fpr: 0.05, combined: true}
       fpr_sets: [...]           # clean sets whose held-out half measures false positives

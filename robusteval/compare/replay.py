@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from robusteval.attacks.base import Attack, AttackResult
+from robusteval.attacks.base import COUNTED_OUTCOMES, Attack, AttackResult
 from robusteval.types import Sample
 
 # meta written by the runner for the victim it ran against; not carried over
@@ -38,7 +38,7 @@ class ReplayAttack(Attack):
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         start = time.perf_counter()
         row = self.rows.get(sample.id)
-        applicable = bool(row and row.get("outcome") == "attacked" and row.get("adversarial") is not None)
+        applicable = bool(row and row.get("outcome") in COUNTED_OUTCOMES and row.get("adversarial") is not None)
         meta = {k: v for k, v in (row.get("meta") or {}).items() if k not in RUN_META} if row else {}
         result = AttackResult(
             attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,

@@ -100,6 +100,7 @@ def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for v in vs:
             e = victim["variants"][v]["asr"].get(f)
             floored = f", {e['original_floored']} orig. floored" if e and e.get("original_floored") else ""
+            floored += f", {e['rejected']} refused" if e and e.get("rejected") else ""
             cells.append(f"{pct_ci(e['primary'])} ({e['primary']['successes']}/{e['primary']['n']}{floored})"
                          if e else "–")
         rows.append([f, *cells])

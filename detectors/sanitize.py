@@ -1,0 +1,139 @@
+"""Sanitizing a response before it is scored: the ``sanitize`` guard policy.
+
+Validator frameworks give a failing check a *fix* action besides refusing the input; this is
+robusteval's. :func:`sanitize` removes what no honest response needs and records each removal:
+
+* **role prefixes** -- a known role label and its colon at the start of the response or of a
+  line (``"teacher: ..."``, ``"[user]: ..."``), the attack of Vasselli & Watanabe (Table 2).
+  The labels are ``speaker_tag``'s package list; an unknown label (``"Bob:"``) is kept,
+  because it may be content;
+* **invisible and control characters** -- format, control (except newline, tab, carriage
+  return), private-use, surrogate and unassigned code points, and the default-ignorable ones
+  of :func:`robusteval.text.is_invisible`; a zero-width (non-)joiner that spells a word in a
+  script that uses it (Persian ZWNJ, Devanagari conjuncts, emoji ZWJ sequences; see
+  :func:`robusteval.detectors.nonalnum.joiner_in_word`) is kept;
+* **homoglyphs** -- inside a token that mixes Latin with Cyrillic or Greek letters, the
+  letters of the minority script that Unicode TS #39 (``confusables.txt``) lists as
+  lookalikes of the majority script's are replaced by them (``"pаypal"`` with a Cyrillic a
+  becomes ``"paypal"``; a Russian word with one Latin ``a`` gets the Cyrillic one). Tokens in
+  one script are never touched, so Russian or Greek text is left as it is.
+
+Whitespace runs left by a removal are collapsed. The result is deterministic and idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from robusteval.detectors.nonalnum import CONFUSABLE_SCRIPTS, HIDDEN_CATEGORIES, char_script, joiner_in_word
+from robusteval.detectors.speaker_tag import ROLE_PREFIX, roles
+
+from robusteval.paths import resource
+from robusteval.text import is_invisible
+
+_KEEP = {"\n", "\t", "\r", " "}
+
+
+@dataclass
+class Sanitized:
+    """A cleaned text and what was removed from it."""
+
+    text: str
+    removed: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed)
+
+
+@functools.lru_cache(maxsize=1)
+def _to_latin() -> dict[str, str]:
+    data = json.loads(resource("detectors/confusables.json").read_text(encoding="utf-8"))
+    return dict(data["to_latin"])
+
+
+@functools.lru_cache(maxsize=1)
+def _from_latin() -> dict[str, dict[str, str]]:
+    """Per script (CYRILLIC, GREEK): Latin letter -> that script's lookalike."""
+    out: dict[str, dict[str, str]] = {}
+    for foreign, latin in _to_latin().items():
+        out.setdefault(char_script(foreign), {}).setdefault(latin, foreign)
+    return out
+
+
+def _strip_roles(text: str, removed: dict[str, Any]) -> str:
+    known = roles()
+    tags: list[str] = []
+
+    def cut(m: re.Match[str]) -> str:
+        label = m.group(1).strip()
+        if label.lower() in known or label.split()[0].lower() in known:
+            tags.append(label)
+            return ""
+        return m.group(0)
+
+    out = text
+    for _ in range(8):  # "teacher: user: hi" loses both labels, so a second pass finds nothing
+        before, out = out, ROLE_PREFIX.sub(cut, out)
+        if out == before:
+            break
+    if tags:
+        removed["role_prefixes"] = tags
+    return out
+
+
+def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
+    gone: Counter[str] = Counter()
+    kept = []
+    for i, ch in enumerate(text):
+        if ch in _KEEP:
+            kept.append(ch)
+            continue
+        hidden = unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
+        if hidden and not joiner_in_word(text, i):
+            gone[f"U+{ord(ch):04X}"] += 1
+            continue
+        kept.append(ch)
+    if gone:
+        removed["invisible"] = dict(sorted(gone.items()))
+    return "".join(kept)
+
+
+def _fix_token(token: str) -> str:
+    counts = Counter(char_script(c) for c in token if c.isalpha())
+    mixed = [s for s in counts if s in CONFUSABLE_SCRIPTS]
+    if len(mixed) < 2:
+        return token
+    major = max(mixed, key=lambda s: (counts[s], s == "LATIN"))
+    if major == "LATIN":
+        table = _to_latin()
+        return "".join(table.get(c, c) if char_script(c) != "LATIN" else c for c in token)
+    table = _from_latin().get(major, {})
+    return "".join(table.get(c, c) if char_script(c) == "LATIN" else c for c in token)
+
+
+def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
+    parts = re.split(r"(\s+)", text)
+    fixed = [_fix_token(p) if p and not p.isspace() else p for p in parts]
+    changes = [f"{a}->{b}" for a, b in zip(parts, fixed, strict=True) if a != b]
+    if changes:
+        removed["homoglyphs"] = changes
+    return "".join(fixed)
+
+
+def sanitize(text: str) -> Sanitized:
+    """``text`` without role prefixes, invisible characters and mixed-script homoglyphs."""
+    removed: dict[str, Any] = {}
+    out = _strip_invisible(text, removed)
+    out = _strip_roles(out, removed)
+    out = _fix_homoglyphs(out, removed)
+    if removed:
+        out = re.sub(r"[ \t]{2,}", " ", out)
+        out = "\n".join(line.strip() for line in out.split("\n")).strip()
+    return Sanitized(out, removed)
