@@ -29,6 +29,7 @@ def _import_all() -> None:
         nonalnum,
         parse_triple,
         perplexity,
+        source_support,
         speaker_tag,
     )
 

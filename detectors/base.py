@@ -122,9 +122,17 @@ class Detector(ABC):
         """Suspicion in [0, 1], one float per sample."""
         return np.array([r["suspicion"] for r in self.analyze(samples)], dtype=np.float64)
 
+    def thresholds(self, samples: Sequence[Sample]) -> np.ndarray:
+        """The threshold for each sample: the one given or calibrated, else the shipped default
+        of the sample's task and language (:mod:`robusteval.detectors.defaults`)."""
+        from robusteval.detectors.defaults import thresholds
+
+        return thresholds(self, list(samples))
+
     def flags(self, samples: Sequence[Sample]) -> np.ndarray:
-        """True where suspicion >= threshold."""
-        return self.detect(samples) >= self.threshold
+        """True where suspicion >= the sample's threshold (:meth:`thresholds`)."""
+        samples = list(samples)
+        return self.detect(samples) >= self.thresholds(samples)
 
     def signature(self) -> str:
         """Settings that change the suspicion values (a calibrated threshold is tied to them)."""

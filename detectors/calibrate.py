@@ -56,6 +56,40 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
             "clean_sets": {k: len(v) for k, v in clean.items()}, "detectors": table}
 
 
+def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
+                     combined: bool = True, log: Any = None, min_n: int = 50) -> dict[str, Any]:
+    """:func:`calibrate` per group (task and detected response language,
+    :func:`robusteval.detectors.defaults.group_of`) of the clean samples, for groups of at
+    least ``min_n`` samples; ``detectors`` is the table pooled over every group. What
+    ``robusteval guard calibrate --by-group`` writes and the package ships as its defaults."""
+    from robusteval.detectors.defaults import group_of
+
+    from robusteval.stats import flag_rate
+
+    pooled = calibrate(detectors, clean, target_fpr, combined=combined, log=log)
+    per = pooled["per_detector_fpr"]
+    samples = [s for group in clean.values() for s in group]
+    members: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        members.setdefault(group_of(s), []).append(i)
+    susp = {d.name: detect_logged(d, samples, log, desc=f"grouping {d.name}") for d in detectors}
+    groups: dict[str, Any] = {}
+    small: dict[str, int] = {}
+    for g in sorted(members):
+        idx = members[g]
+        if len(idx) < min_n:
+            small[g] = len(idx)
+            continue
+        table = {}
+        for d in detectors:
+            values = susp[d.name][idx]
+            t = threshold_for(values, per)
+            table[d.name] = {"threshold": t, "signature": d.signature(), "target_fpr": per,
+                             "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(idx), "never_fires": t > 1.0}
+        groups[g] = {"n": len(idx), "detectors": table}
+    return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n}
+
+
 # -- evaluation ----------------------------------------------------------------------------
 def adversarial_samples(rows: Sequence[dict[str, Any]],
                         by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:

@@ -6,6 +6,9 @@ Each set is built from the human-judgment data (``ROBUSTEVAL_DATA``), never copi
   article as context and the document's *other* references as references (a human summary
   checked against human summaries, as a system summary would be);
 * ``dailydialog-good`` — DailyDialog-Zhao responses rated >= 4 overall (1-5);
+* ``dailydialog-good:<language>`` — the same replies in one of xDial's nine machine
+  translations (``arabic``, ``chinese``, ``french``, ``german``, ``hindi``, ``japanese``,
+  ``korean``, ``russian``, ``spanish``), response and context translated together;
 * ``usr-topicalchat-ground-truth`` — the original Topical-Chat ground-truth responses of USR;
 * ``quickstart-references`` — the reference replies and summaries of robusteval's own
   quickstart datasets and their candidates rated 5 of 5 (package data, so the offline
@@ -59,6 +62,21 @@ def _dailydialog_good(data_dir: Path | None) -> list[Sample]:
     return [s for s in data.load("dailydialog-zhao", data_dir) if s.human.get("overall", 0.0) >= 4.0]
 
 
+def _dailydialog_good_in(language: str, data_dir: Path | None) -> list[Sample]:
+    out = []
+    for s in _dailydialog_good(data_dir):
+        tr = (s.meta.get("translations") or {}).get(language)
+        if tr is None:
+            from robusteval.errors import UnknownNameError
+
+            known = ", ".join(sorted(s.meta.get("translations") or {}))
+            raise UnknownNameError(f"no {language!r} translation in DailyDialog-Zhao (known: {known})")
+        turns = tuple(t for t in tr["context"].split("\n") if t.strip()) or s.context
+        out.append(Sample(id=f"{s.id}/{language}", task="dialogue", response=tr["response"], context=turns,
+                          meta={"dataset": "dailydialog-zhao", "translation": language, "clean": "rated >= 4"}))
+    return out
+
+
 @_clean_set("usr-topicalchat-ground-truth")
 def _usr_gt(data_dir: Path | None) -> list[Sample]:
     from robusteval import data
@@ -88,13 +106,15 @@ def in_heldout(sample_id: str) -> bool:
 
 def load_clean(name: str, split: str = "all", data_dir: Path | None = None) -> list[Sample]:
     """Clean set ``name`` (see the module docstring), one half of it, or all of it."""
-    if name not in CLEAN_SETS:
+    base, _, language = name.partition(":")
+    if base not in CLEAN_SETS or (language and base != "dailydialog-good"):
         from robusteval.errors import UnknownNameError
 
-        raise UnknownNameError(f"unknown clean set {name!r} (known: {', '.join(sorted(CLEAN_SETS))})")
+        raise UnknownNameError(f"unknown clean set {name!r} (known: {', '.join(sorted(CLEAN_SETS))}, "
+                               "dailydialog-good:<language>)")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    samples = CLEAN_SETS[name](data_dir)
+    samples = _dailydialog_good_in(language, data_dir) if language else CLEAN_SETS[name](data_dir)
     if split == "all":
         return samples
     want = split == "heldout"

@@ -85,13 +85,17 @@ class GuardedMetric(Metric):
         self.metric.check_sample(sample)
 
     def signature(self) -> str:
-        dets = ";".join(f"{d.name}[{d.signature()}]@{d.threshold:.6g}" for d in self.detectors)
+        from robusteval.detectors import defaults
+
+        dets = ";".join(f"{d.name}[{d.signature()}]@" + (f"default[{defaults.version()}]" if d.threshold_source
+                                                          == "default" else f"{d.threshold:.6g}")
+                        for d in self.detectors)
         return f"{self.metric.reproducibility()}|guard={self.policy},penalty={self.penalty}|{dets}"
 
     def screen(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
         """(suspicion [n, k], flags [n, k]) of the k detectors."""
         susp = np.stack([d.detect(samples) for d in self.detectors], axis=1).reshape(len(samples), -1)
-        thr = np.array([d.threshold for d in self.detectors], dtype=float)
+        thr = np.stack([d.thresholds(samples) for d in self.detectors], axis=1).reshape(len(samples), -1)
         return susp, susp >= thr
 
     def _score(self, samples: list[Sample]) -> np.ndarray:

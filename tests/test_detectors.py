@@ -27,9 +27,9 @@ def summ(response: str, reference: str = "The cat sat on the mat. It was happy t
                   reference=reference)
 
 
-def test_the_eight_detectors_are_registered_with_metadata() -> None:
+def test_the_nine_detectors_are_registered_with_metadata() -> None:
     assert detectors.names() == ["context_copy", "gec", "generic", "judge_injection", "nonalnum", "parse_triple",
-                                 "perplexity", "speaker_tag"]
+                                 "perplexity", "source_support", "speaker_tag"]
     for n in detectors.names():
         info = detectors.info(n)
         assert info["family"] and info["source"] and info["summary"] and 0 < info["default_threshold"] <= 1
@@ -387,3 +387,42 @@ def test_declared_reads_cover_every_field_a_detector_reads(name: str, tiny_lm) -
             continue
         for value in values:
             assert _build(name, tiny_lm).analyze([replace(COPY, **{field: value})])[0] == base, (field, value)
+
+
+# -- source_support (issue 14, item 4) ------------------------------------------------------------
+DOC = ("Arsenal beat Chelsea 3-1 at the Emirates on Sunday. Bukayo Saka scored twice for the home side. "
+       "Manager Mikel Arteta said he was happy with the result.")
+
+
+@pytest.mark.parametrize(("response", "finding"), [
+    ("Chelsea beat Chelsea 3-1 on Sunday, with Saka scoring twice.", "substitutions"),  # swapped-in name is in the doc
+    ("Mikel Arteta scored twice for the home side.", "substitutions"),
+    ("Arsenal beat Liverpool 3-1 on Sunday, with Saka scoring twice.", "unsupported"),
+    ("Arsenal beat Chelsea 5-1 on Sunday, with Saka scoring twice.", "unsupported"),  # a number NER does not tag
+    ("Manager Mikel Arteta said he was not happy with the result.", "negation_flips"),
+])
+def test_source_support_flags_fact_swaps_and_negation_against_the_source(response: str, finding: str) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(DOC,))])[0]
+    assert row[finding] and row["suspicion"] >= d.threshold
+
+
+@pytest.mark.parametrize("response", [
+    "Arsenal beat Chelsea 3-1 on Sunday, with Saka scoring twice.",
+    "Saka scored twice as Arsenal won 3-1. Arteta was happy.",
+    "Arsenal won three to one at home on Sunday.",
+])
+def test_source_support_passes_a_faithful_summary(response: str) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(DOC,))])[0]
+    assert row["suspicion"] < d.threshold, row
+
+
+def test_source_support_abstains_outside_english_and_without_a_source_and_counts_it() -> None:
+    d = detectors.load("source_support")
+    samples = [Sample(id="fr", task="summarization", response="Arsenal a battu Chelsea trois à un dimanche.",
+                      context=(DOC,)),
+               Sample(id="zh", task="summarization", response="阿森纳周日以三比一击败切尔西。", context=(DOC,)),
+               Sample(id="none", task="dialogue", response="Liverpool won on Monday.")]
+    assert d.detect(samples).tolist() == [0.0, 0.0, 0.0]
+    assert d.report()["fallbacks"] == {"abstained_language:fr": 1, "abstained_language:und-cjk": 1, "no_source": 1}

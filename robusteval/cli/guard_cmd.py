@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--target-fpr", type=float, help="false-positive rate to allow (default 0.01)")
             a.add_argument("--per-detector", action="store_true",
                            help="give every detector the full target instead of splitting it (Bonferroni)")
+            a.add_argument("--by-group", action="store_true",
+                           help="also calibrate per task and response language (the package's shipped defaults "
+                                "are made this way; docs/detectors.md)")
+            a.add_argument("--min-n", type=int, default=50, help="with --by-group: the fewest samples a group needs")
             a.set_defaults(func=run_calibrate)
         else:
             a.add_argument("--thresholds", help="thresholds.json from `guard calibrate` (default: detector defaults)")
@@ -72,7 +76,7 @@ def _clean(args: argparse.Namespace, cfg: dict[str, Any], split: str) -> dict[st
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from robusteval import detectors
-    from robusteval.detectors.calibrate import calibrate
+    from robusteval.detectors.calibrate import calibrate, calibrate_groups
 
     cfg = load_config(args.config)
     dets = detectors.resolve(_detector_specs(args, cfg))
@@ -81,13 +85,21 @@ def run_calibrate(args: argparse.Namespace) -> int:
     combined = not args.per_detector and bool(cfg.get("combined", True))
     out = Path(args.out_dir)
     log = JsonlLog(out / "suspicion.jsonl", key="key", resume=args.resume)
-    table = calibrate(dets, clean, target, combined=combined, log=log)
+    if args.by_group or cfg.get("by_group"):
+        table = calibrate_groups(dets, clean, target, combined=combined, log=log, min_n=args.min_n)
+    else:
+        table = calibrate(dets, clean, target, combined=combined, log=log)
     table["provenance"] = provenance(cfg)
     write_json(out / "thresholds.json", table)
     for name, entry in table["detectors"].items():
         never = "  (never fires on clean data at this rate)" if entry["never_fires"] else ""
         print(f"{name:<16} threshold {entry['threshold']:.4g}  calibration FPR "
               f"{100 * entry['calibration_fpr']:.2f}% of {entry['n']}{never}")
+    for group, entry in (table.get("groups") or {}).items():
+        cells = ", ".join(f"{n} {e['threshold']:.3g}" for n, e in entry["detectors"].items())
+        print(f"  {group} (n={entry['n']}): {cells}")
+    if table.get("groups_too_small"):
+        print(f"  groups below --min-n, pooled only: {table['groups_too_small']}")
     print(f"wrote {out / 'thresholds.json'}")
     return 0
 
