@@ -25,6 +25,7 @@ def _import_all() -> None:
         context_copy,
         gec,
         generic,
+        joint,
         judge_injection,
         nonalnum,
         parse_triple,
@@ -35,8 +36,10 @@ def _import_all() -> None:
 
 
 def names() -> list[str]:
+    """The detectors a guard can use by name alone (``joint`` needs a fitted model and is
+    loaded as ``load("joint", model=...)``)."""
     _import_all()
-    return DETECTORS.names()
+    return [n for n in DETECTORS.names() if getattr(DETECTORS.get(n), "listed", True)]
 
 
 def info(name: str) -> dict[str, Any]:

@@ -57,11 +57,17 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
 
 
 def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
-                     combined: bool = True, log: Any = None, min_n: int = 50) -> dict[str, Any]:
+                     combined: bool = True, log: Any = None, min_n: int = 50,
+                     floor_at_default: bool = False) -> dict[str, Any]:
     """:func:`calibrate` per group (task and detected response language,
     :func:`robusteval.detectors.defaults.group_of`) of the clean samples, for groups of at
     least ``min_n`` samples; ``detectors`` is the table pooled over every group. What
-    ``robusteval guard calibrate --by-group`` writes and the package ships as its defaults."""
+    ``robusteval guard calibrate --by-group`` writes and the package ships as its defaults.
+
+    With ``floor_at_default`` a group's threshold is never below the detector's class default
+    (``calibrated`` keeps the fitted value): a group of 150 clean texts in which a detector never
+    fired would otherwise get a threshold just above 0, stricter than anything the data
+    supports; the shipped defaults are made this way."""
     from robusteval.detectors.defaults import group_of
 
     from robusteval.stats import flag_rate
@@ -83,11 +89,13 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
         table = {}
         for d in detectors:
             values = susp[d.name][idx]
-            t = threshold_for(values, per)
-            table[d.name] = {"threshold": t, "signature": d.signature(), "target_fpr": per,
+            raw = threshold_for(values, per)
+            t = max(raw, d.default_threshold) if floor_at_default else raw
+            table[d.name] = {"threshold": t, "calibrated": raw, "signature": d.signature(), "target_fpr": per,
                              "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(idx), "never_fires": t > 1.0}
         groups[g] = {"n": len(idx), "detectors": table}
-    return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n}
+    return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n,
+            "floor_at_default": floor_at_default}
 
 
 # -- evaluation ----------------------------------------------------------------------------
@@ -133,12 +141,16 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
     adv_flags: dict[str, np.ndarray] = {}
     clean_flags: dict[str, np.ndarray] = {}
     for d in detectors:
-        adv_flags[d.name] = detect_logged(d, adv, log, desc=f"{d.name} on attacks") >= d.threshold
-        clean_flags[d.name] = detect_logged(d, clean_samples, log, desc=f"{d.name} on clean text") >= d.threshold
+        # per-sample thresholds: a detector without a given or calibrated one uses the shipped
+        # default of each text's task and language (robusteval.detectors.defaults)
+        adv_flags[d.name] = detect_logged(d, adv, log, desc=f"{d.name} on attacks") >= d.thresholds(adv)
+        clean_flags[d.name] = (detect_logged(d, clean_samples, log, desc=f"{d.name} on clean text")
+                               >= d.thresholds(clean_samples))
     adv_flags["combined"] = np.any(np.stack(list(adv_flags.values())), axis=0)
     clean_flags["combined"] = np.any(np.stack(list(clean_flags.values())), axis=0)
     return {
-        "thresholds": {d.name: d.threshold for d in detectors},
+        "thresholds": {d.name: d.threshold if d.threshold_source != "default" else "default (per task and language)"
+                       for d in detectors},
         "detection_by_family": {k: rates(v, families) for k, v in adv_flags.items()},
         "detection_by_attack": {k: rates(v, attacks) for k, v in adv_flags.items()},
         "false_positive_rate": {k: rates(v, clean_groups) for k, v in clean_flags.items()},

@@ -11,13 +11,14 @@ from robusteval.attacks.runner import run_attacks
 from robusteval.cli.main import main
 from robusteval.results import read_jsonl
 
-EIGHT = ["context_copy", "gec", "generic", "judge_injection", "nonalnum", "parse_triple", "perplexity", "speaker_tag"]
+NINE = ["context_copy", "gec", "generic", "judge_injection", "nonalnum", "parse_triple", "perplexity",
+        "source_support", "speaker_tag"]
 
 
 def test_detectors_list_json(capsys) -> None:
     assert main(["detectors", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == EIGHT and all(r["family"] and r["source"] for r in rows)
+    assert [r["name"] for r in rows] == NINE and all(r["family"] and r["source"] for r in rows)
 
 
 def test_score_with_a_guard_block_writes_flags(tmp_path) -> None:
@@ -42,7 +43,10 @@ def test_score_with_a_guard_block_writes_flags(tmp_path) -> None:
 
 
 def test_attack_rows_carry_the_guard_flags(tmp_path) -> None:
-    victim = detectors.guard(metrics.load("rougeL", against="context"), ["speaker_tag", "generic"])
+    # generic at its class threshold: the shipped English dialogue default (calibrated on
+    # well-rated replies, several of which are short and generic) never fires
+    victim = detectors.guard(metrics.load("rougeL", against="context"),
+                             ["speaker_tag", {"name": "generic", "options": {"threshold": 0.75}}])
     s = Sample(id="x", task="dialogue", response="i would love to go to the park with you tomorrow",
                context=("do you want to go to the park tomorrow ?",))
     log = run_attacks([s], [attacks.load("speaker-tag-user"), attacks.load("generic-hello")], victim,

@@ -13,6 +13,7 @@ from robusteval.detectors.guarded import GuardRejection
 
 from robusteval import Sample, detectors, metrics
 from robusteval.attacks.victim import CachedVictim
+from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.metrics.base import Metric
 
 
@@ -115,3 +116,111 @@ def test_calibrate_splits_the_target_and_evaluate_reports_rates(tmp_path) -> Non
     assert ev["detection_by_family"]["has_x"]["rules (R-)"]["rate"] == 1.0
     assert ev["detection_by_family"]["combined"]["universal (R-)"]["rate"] == 1.0
     assert _counts(ev["false_positive_rate"]["combined"]["c"]) == {"n": 100, "flagged": 0, "rate": 0.0}
+
+
+# -- shipped default thresholds per task and language (issue 14) -----------------------------------
+def _table(sig: str = "") -> dict[str, Any]:
+    return {"dialogue/en": {"has_x": {"threshold": 0.3, "signature": sig}},
+            "dialogue/fr": {"has_x": {"threshold": 0.6, "signature": sig}},
+            "dialogue/und-cjk": {"has_x": {"threshold": 0.9, "signature": sig}},
+            "summarization/en": {"has_x": {"threshold": 0.4, "signature": "other settings"}}}
+
+
+def test_default_thresholds_follow_task_and_language_then_the_most_permissive() -> None:
+    from robusteval.detectors.defaults import thresholds
+
+    d = HasX()
+    samples = [Sample(id="en", task="dialogue", response="I think that is a good idea"),
+               Sample(id="fr", task="dialogue", response="Je pense que c'est une bonne idée"),
+               Sample(id="zh", task="dialogue", response="我觉得这是个好主意"),
+               Sample(id="declared", task="dialogue", response="ok", meta={"language": "fr-FR"}),
+               Sample(id="ru", task="dialogue", response="Я думаю, это хорошая идея"),  # no ru group
+               Sample(id="sum", task="summarization", response="A summary."),  # signature differs
+               Sample(id="d2t", task="data_to_text", response="A table row.")]  # no group for the task
+    assert thresholds(d, samples, _table()).tolist() == [0.3, 0.6, 0.9, 0.6, 0.9, 0.5, 0.5]
+    given = HasX(threshold=0.2)  # a threshold the user gave always wins
+    assert thresholds(given, samples, _table()).tolist() == [0.2] * 7
+
+
+def test_flags_and_the_guard_use_the_per_sample_default(monkeypatch) -> None:
+    from robusteval.detectors import defaults
+
+    monkeypatch.setattr(defaults, "shipped", lambda: _table())
+    en = Sample(id="en", task="dialogue", response="x is what I think x is for x")  # x share 0.33
+    fr = Sample(id="fr", task="dialogue", response="x je pense que x est vraiment bien")  # x share 0.25
+    assert HasX().flags([en, fr]).tolist() == [True, False]  # 0.33 >= 0.3 (en); 0.25 < 0.6 (fr)
+    g = detectors.guard(LengthMetric(), [HasX()], policy="floor")
+    assert g.score([en, fr]).tolist() == [0.0, 80.0]
+    assert "has_x[]@default[" in g.reproducibility()
+
+
+def test_the_shipped_table_covers_every_xdial_language_and_summaries() -> None:
+    from robusteval.detectors.defaults import shipped
+
+    table = shipped()
+    want = {"dialogue/en", "dialogue/fr", "dialogue/de", "dialogue/es", "dialogue/und-arabic", "dialogue/und-cjk",
+            "dialogue/und-devanagari", "dialogue/und-hangul", "dialogue/und-cyrillic", "summarization/en"}
+    assert want <= set(table)
+    for group in want:
+        assert set(table[group]) == set(detectors.names()), group
+
+
+# -- the learned joint guard (issue 14) ----------------------------------------------------------
+def test_joint_guard_fits_calibrates_saves_as_json_and_reloads(tmp_path) -> None:
+    from robusteval.detectors import joint
+
+    rng = np.random.default_rng(0)
+    clean = rng.uniform(0.0, 0.3, size=(200, 2))
+    adv = np.c_[rng.uniform(0.5, 1.0, 100), rng.uniform(0.0, 0.3, 100)]  # only the first detector tells
+    params = joint.fit(np.r_[clean, adv], np.r_[np.zeros(200), np.ones(100)], clean, 0.01,
+                       ["nonalnum", "speaker_tag"], [detectors.load("nonalnum").signature(), ""])
+    assert params["coef"][0] > abs(params["coef"][1])
+    assert np.mean(joint.predict(params, clean) >= params["threshold"]) <= 0.01  # the budget holds on its data
+    assert np.mean(joint.predict(params, adv) >= params["threshold"]) > 0.9
+    path = tmp_path / "joint.json"
+    joint.save(params, path)
+    assert not path.read_bytes().startswith(b"\x80")  # JSON, not a pickle
+    d = detectors.load("joint", model=path)
+    assert d.threshold == params["threshold"] and d.threshold_source == "fitted"
+    row = d.analyze([Sample(id="a", task="dialogue", response="~&;$}%( ok", context=("hi",))])[0]
+    assert set(row["features"]) == {"nonalnum", "speaker_tag"} and row["suspicion"] >= d.threshold
+    assert "joint" not in detectors.names()
+
+
+def test_leave_one_family_out_never_fits_on_the_family_it_tests() -> None:
+    from robusteval.detectors import joint
+
+    rng = np.random.default_rng(1)
+    clean = rng.uniform(0.0, 0.2, size=(300, 2))
+    attacks = {"a": np.c_[rng.uniform(0.6, 1.0, 50), rng.uniform(0.0, 0.2, 50)],
+               "b": np.c_[rng.uniform(0.6, 1.0, 50), rng.uniform(0.0, 0.2, 50)],
+               "c": np.c_[rng.uniform(0.0, 0.2, 50), rng.uniform(0.6, 1.0, 50)]}  # the only one on detector 2
+    out = joint.leave_one_family_out(clean[:150], clean[150:], attacks, 0.01, ["x", "y"], ["", ""])
+    assert out["a"]["detection"]["rate"] > 0.9 and out["b"]["detection"]["rate"] > 0.9
+    assert out["c"]["coef"]["y"] < out["a"]["coef"]["y"]  # without c, detector 2 carries no weight
+    assert out["c"]["detection"]["rate"] < out["a"]["detection"]["rate"]
+    with pytest.raises(RobustevalError, match="both clean"):
+        joint.fit(clean, np.zeros(300), clean, 0.01, ["x", "y"], ["", ""])
+
+
+def test_joint_guard_file_errors_name_the_file(tmp_path) -> None:
+    bad = tmp_path / "j.json"
+    bad.write_text('{"format": "something else"}')
+    with pytest.raises(DataFormatError, match=r"j\.json"):
+        detectors.load("joint", model=bad)
+
+
+def test_translated_clean_sets_keep_ids_apart_and_name_unknown_languages(data_dir) -> None:
+    from robusteval.detectors.clean import load_clean
+
+    from robusteval.errors import UnknownNameError
+
+    en = load_clean("dailydialog-good", "all", data_dir)
+    fr = load_clean("dailydialog-good:french", "all", data_dir)
+    hi = load_clean("dailydialog-good:hindi", "heldout", data_dir)
+    assert len(fr) == len(en) and fr[0].id == f"{en[0].id}/french" and fr[0].response != en[0].response
+    assert 0 < len(hi) < len(en) and all(s.id.endswith("/hindi") for s in hi)
+    with pytest.raises(UnknownNameError, match="klingon"):
+        load_clean("dailydialog-good:klingon", "all", data_dir)
+    with pytest.raises(UnknownNameError, match="unknown clean set"):
+        load_clean("summeval-references:french", "all", data_dir)

@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="also calibrate per task and response language (the package's shipped defaults "
                                 "are made this way; docs/detectors.md)")
             a.add_argument("--min-n", type=int, default=50, help="with --by-group: the fewest samples a group needs")
+            a.add_argument("--floor-at-default", action="store_true",
+                           help="with --by-group: never set a group's threshold below the detector's class default")
             a.set_defaults(func=run_calibrate)
         else:
             a.add_argument("--thresholds", help="thresholds.json from `guard calibrate` (default: detector defaults)")
@@ -86,7 +88,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     log = JsonlLog(out / "suspicion.jsonl", key="key", resume=args.resume)
     if args.by_group or cfg.get("by_group"):
-        table = calibrate_groups(dets, clean, target, combined=combined, log=log, min_n=args.min_n)
+        table = calibrate_groups(dets, clean, target, combined=combined, log=log, min_n=args.min_n,
+                                 floor_at_default=args.floor_at_default or bool(cfg.get("floor_at_default")))
     else:
         table = calibrate(dets, clean, target, combined=combined, log=log)
     table["provenance"] = provenance(cfg)

@@ -116,8 +116,10 @@ def adaptive_rows(victim: dict[str, Any]) -> list[list[str]]:
             for v in available(victim) for a, x in (victim["variants"][v].get("transfer_vs_adaptive") or {}).items()]
 
 
-def fmt_threshold(t: float) -> str:
+def fmt_threshold(t: float | str) -> str:
     """A detector threshold for people: flagged when suspicion >= t."""
+    if isinstance(t, str):  # "default (per task and language)"
+        return t
     if t > 1.0:
         return "never fires"
     if 0.0 < t < 1e-9:

@@ -1,0 +1,86 @@
+"""The learned joint guard against per-detector thresholds, leave one attack family out.
+
+Clean text: the calibration / held-out halves of SummEval references, well-rated
+DailyDialog-Zhao replies and USR ground truth (``robusteval.detectors.clean``). Adversarial
+text: the changed texts of attack-runner result folders (``--attack-results``, repeatable).
+For each attack family the joint guard (``robusteval.detectors.joint``) is fitted without it,
+calibrated to ``--target-fpr`` on the clean calibration half, and tested on it; the
+per-detector guard (every detector at target / k, calibrated on the same half) is the baseline.
+Every rate has its 95 % Wilson interval.
+
+    ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/joint_guard.py \\
+        --attack-results runs/ss-attacks/summary --attack-results runs/ss-attacks/dialogue \\
+        [--save runs/joint.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+from robusteval.detectors import joint
+from robusteval.detectors.calibrate import adversarial_samples, threshold_for
+from robusteval.detectors.clean import load_clean
+
+from robusteval import data, detectors
+from robusteval.attacks.runner import read_results
+from robusteval.stats import flag_rate, pct
+
+CLEAN = ("summeval-references", "dailydialog-good", "usr-topicalchat-ground-truth")
+OPTIONS = {"gec": {"backend": "builtin"}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--attack-results", action="append", required=True)
+    ap.add_argument("--target-fpr", type=float, default=0.01)
+    ap.add_argument("--detectors", nargs="*", default=None, help="default: every listed detector")
+    ap.add_argument("--save", help="write the joint model fitted on every family here (JSON)")
+    args = ap.parse_args(argv)
+    root = os.environ.get("ROBUSTEVAL_DATA")
+    if not root:
+        print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
+        return 2
+    names = args.detectors or detectors.names()
+    dets = [detectors.load(n, **OPTIONS.get(n, {})) for n in names]
+    sigs = [d.signature() for d in dets]
+    cal = [s for c in CLEAN for s in load_clean(c, "calibration", root)]
+    held = [s for c in CLEAN for s in load_clean(c, "heldout", root)]
+    attacked = []
+    for path in args.attack_results:
+        rows, dataset = read_results(path)
+        by_id = {s.id: s for s in data.load(dataset, root)}
+        attacked += adversarial_samples(rows, by_id)
+    families: dict[str, list[int]] = {}
+    for i, (row, _) in enumerate(attacked):
+        families.setdefault(f"{row['family']} ({row['direction']})", []).append(i)
+    x_cal, x_held = joint.features_of(dets, cal), joint.features_of(dets, held)
+    x_adv = joint.features_of(dets, [s for _, s in attacked])
+    per = args.target_fpr / len(dets)
+    thr = np.array([threshold_for(x_cal[:, k], per) for k in range(len(dets))])
+    lofo = joint.leave_one_family_out(x_cal, x_held, {f: x_adv[idx] for f, idx in families.items()},
+                                      args.target_fpr, names, sigs)
+    print(f"clean: {len(cal)} calibration, {len(held)} held-out texts; {len(attacked)} adversarial texts; "
+          f"target FPR {100 * args.target_fpr:g} %")
+    print(f"per-detector guard FPR on the held-out half: {pct(flag_rate((x_held >= thr).any(axis=1)))}\n")
+    print("| family (held out of the joint fit) | n | per-detector guard (target / k) | joint guard | "
+          "joint FPR (held-out clean) |")
+    print("|---|---|---|---|---|")
+    for f, idx in sorted(families.items()):
+        base = flag_rate((x_adv[idx] >= thr).any(axis=1))
+        j = lofo.get(f)
+        cells = (pct(j["detection"]), pct(j["fpr"])) if j else ("n/a", "n/a")
+        print(f"| {f} | {len(idx)} | {pct(base)} | {cells[0]} | {cells[1]} |")
+    if args.save:
+        params = joint.fit(np.concatenate([x_cal, x_adv]), np.r_[np.zeros(len(x_cal)), np.ones(len(x_adv))],
+                           x_cal, args.target_fpr, names, sigs)
+        joint.save(params, args.save)
+        print(f"\nwrote {args.save}: coefficients " + ", ".join(
+            f"{n} {c:+.2f}" for n, c in zip(names, params["coef"], strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
