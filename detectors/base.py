@@ -21,7 +21,6 @@ reads fewer fields declares them, and a test checks each declaration by varying 
 
 from __future__ import annotations
 
-import json
 import os
 from abc import ABC, abstractmethod
 from collections import Counter, OrderedDict
@@ -159,13 +158,10 @@ def squash(x: float, scale: float) -> float:
 # -- calibrated thresholds file ------------------------------------------------------------
 def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """The ``detectors`` table of a thresholds file written by ``robusteval guard calibrate``."""
+    from robusteval.results import read_json
+
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError(p, "thresholds file not found (write one with `robusteval guard calibrate`)") from None
-    except json.JSONDecodeError as e:
-        raise DataFormatError(p, f"not JSON: {e.msg}", line=e.lineno) from None
+    data = read_json(p, "thresholds file not found (write one with `robusteval guard calibrate`)")
     table = data.get("detectors") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         raise DataFormatError(p, "no 'detectors' table; is this a `robusteval guard calibrate` output?")

@@ -36,22 +36,36 @@ def threshold_for(suspicion: np.ndarray, target_fpr: float) -> float:
     return float(np.nextafter(s[allowed], np.inf))
 
 
-def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
-              combined: bool = True, log: Any = None) -> dict[str, Any]:
-    """Thresholds per detector fitted on ``clean`` (set name -> samples)."""
-    if not 0.0 <= target_fpr < 1.0:
-        raise ValueError(f"target FPR must be in [0, 1), got {target_fpr}")
+def _entry(d: Detector, values: np.ndarray, per: float, floor_at_default: bool = False) -> dict[str, Any]:
+    """One detector's calibrated threshold on ``values`` (its suspicions on clean text)."""
     from robusteval.stats import flag_rate
 
-    per = target_fpr / len(detectors) if combined and detectors else target_fpr
+    raw = threshold_for(values, per)
+    t = max(raw, d.default_threshold) if floor_at_default else raw
+    entry = {"threshold": t, "signature": d.signature(), "target_fpr": per,
+             "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(values), "never_fires": t > 1.0}
+    return {**entry, "calibrated": raw} if floor_at_default else entry
+
+
+def _suspicions(detectors: Sequence[Detector], samples: list[Sample], log: Any) -> dict[str, np.ndarray]:
+    return {d.name: detect_logged(d, samples, log, desc=f"calibrating {d.name}") for d in detectors}
+
+
+def _per_detector(detectors: Sequence[Detector], target_fpr: float, combined: bool) -> float:
+    if not 0.0 <= target_fpr < 1.0:
+        raise ValueError(f"target FPR must be in [0, 1), got {target_fpr}")
+    return target_fpr / len(detectors) if combined and detectors else target_fpr
+
+
+def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
+              combined: bool = True, log: Any = None,
+              suspicions: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """Thresholds per detector fitted on ``clean`` (set name -> samples); ``suspicions`` (per
+    detector, in the order of the samples) when the caller has them already."""
+    per = _per_detector(detectors, target_fpr, combined)
     samples = [s for group in clean.values() for s in group]
-    table: dict[str, Any] = {}
-    for d in detectors:
-        susp = detect_logged(d, samples, log, desc=f"calibrating {d.name}")
-        t = threshold_for(susp, per)
-        table[d.name] = {"threshold": t, "signature": d.signature(), "target_fpr": per,
-                         "calibration_fpr": flag_rate(susp >= t)["rate"],
-                         "n": len(samples), "never_fires": t > 1.0, "report": d.report()}
+    susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
+    table = {d.name: {**_entry(d, susp[d.name], per), "report": d.report()} for d in detectors}
     return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per,
             "clean_sets": {k: len(v) for k, v in clean.items()}, "detectors": table}
 
@@ -61,8 +75,9 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
                      floor_at_default: bool = False) -> dict[str, Any]:
     """:func:`calibrate` per group (task and detected response language,
     :func:`robusteval.detectors.defaults.group_of`) of the clean samples, for groups of at
-    least ``min_n`` samples; ``detectors`` is the table pooled over every group. What
-    ``robusteval guard calibrate --by-group`` writes and the package ships as its defaults.
+    least ``min_n`` samples; ``detectors`` is the table pooled over every group. Each detector
+    runs once over the samples. What ``robusteval guard calibrate --by-group`` writes and the
+    package ships as its defaults.
 
     With ``floor_at_default`` a group's threshold is never below the detector's class default
     (``calibrated`` keeps the fitted value): a group of 150 clean texts in which a detector never
@@ -70,15 +85,13 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     supports; the shipped defaults are made this way."""
     from robusteval.detectors.defaults import group_of
 
-    from robusteval.stats import flag_rate
-
-    pooled = calibrate(detectors, clean, target_fpr, combined=combined, log=log)
-    per = pooled["per_detector_fpr"]
+    per = _per_detector(detectors, target_fpr, combined)
     samples = [s for group in clean.values() for s in group]
+    susp = _suspicions(detectors, samples, log)
+    pooled = calibrate(detectors, clean, target_fpr, combined=combined, suspicions=susp)
     members: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         members.setdefault(group_of(s), []).append(i)
-    susp = {d.name: detect_logged(d, samples, log, desc=f"grouping {d.name}") for d in detectors}
     groups: dict[str, Any] = {}
     small: dict[str, int] = {}
     for g in sorted(members):
@@ -86,14 +99,8 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
         if len(idx) < min_n:
             small[g] = len(idx)
             continue
-        table = {}
-        for d in detectors:
-            values = susp[d.name][idx]
-            raw = threshold_for(values, per)
-            t = max(raw, d.default_threshold) if floor_at_default else raw
-            table[d.name] = {"threshold": t, "calibrated": raw, "signature": d.signature(), "target_fpr": per,
-                             "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(idx), "never_fires": t > 1.0}
-        groups[g] = {"n": len(idx), "detectors": table}
+        groups[g] = {"n": len(idx), "detectors": {d.name: _entry(d, susp[d.name][idx], per, floor_at_default)
+                                                   for d in detectors}}
     return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n,
             "floor_at_default": floor_at_default}
 

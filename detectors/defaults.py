@@ -71,34 +71,39 @@ def group_keys(sample: Sample) -> list[str]:
     return [*dict.fromkeys(keys), f"{sample.task}/*"]
 
 
-def lookup(table: dict[str, dict[str, dict[str, Any]]], detector: Any, sample: Sample) -> tuple[float, str] | None:
-    """(threshold, group) for ``detector`` on ``sample`` from a group table, or None."""
+def lookup(table: dict[str, dict[str, dict[str, Any]]], detector: Any, keys: Sequence[str]) -> float | None:
+    """The threshold for ``detector`` from a group table, trying ``keys`` (:func:`group_keys`)."""
     sig = detector.signature()
-    for key in group_keys(sample):
+    for key in keys:
         if key.endswith("/*"):
             task = key[:-2]
-            found = [(float(t[detector.name]["threshold"]), g) for g, t in table.items()
+            found = [float(t[detector.name]["threshold"]) for g, t in table.items()
                      if g.startswith(f"{task}/") and detector.name in t and t[detector.name].get("signature") == sig]
             if found:
-                return max(found)[0], key
+                return max(found)
             continue
         entry = table.get(key, {}).get(detector.name)
         if entry is not None and entry.get("signature") == sig:
-            return float(entry["threshold"]), key
+            return float(entry["threshold"])
     return None
 
 
 def thresholds(detector: Any, samples: Sequence[Sample],
                table: dict[str, dict[str, dict[str, Any]]] | None = None) -> np.ndarray:
     """Per-sample thresholds of ``detector``: its own when it was given or calibrated one,
-    else the group defaults (``table``, by default the shipped one), else its class default."""
+    else the group defaults (``table``, by default the shipped one), else its class default.
+    Samples of one group share one lookup (a guard screens every text of an attack search)."""
     if detector.threshold_source != "default":
         return np.full(len(samples), float(detector.threshold))
     table = shipped() if table is None else table
     if not table:
         return np.full(len(samples), float(detector.threshold))
     out = np.empty(len(samples))
+    seen: dict[tuple[str, ...], float] = {}
     for i, s in enumerate(samples):
-        found = lookup(table, detector, s)
-        out[i] = found[0] if found else float(detector.threshold)
+        keys = tuple(group_keys(s))
+        if keys not in seen:
+            found = lookup(table, detector, keys)
+            seen[keys] = float(detector.threshold) if found is None else found
+        out[i] = seen[keys]
     return out

@@ -9,9 +9,10 @@ validators with explicit on-fail actions):
   the sample (default penalty 0.5: one flag halves it, two quarter it);
 * ``floor`` — a flagged sample scores 0;
 * ``reject`` — a flagged sample raises :class:`GuardRejection` naming it and the detectors.
-  An attack run does not abort: the runner scores through :meth:`GuardedMetric.screened`,
-  which reports rejections instead of raising, and writes them as rows with outcome
-  ``rejected`` (or ``original_rejected`` when the clean original itself is refused);
+  An attack run does not abort: the runner scores through :meth:`GuardedMetric.screened`
+  (:func:`robusteval.metrics.base.score_or_refuse`), which reports rejections instead of
+  raising, and writes them as rows with outcome ``rejected`` (or ``original_rejected`` when
+  the clean original itself is refused);
 * ``sanitize`` — the *fix* action: role prefixes, invisible and control characters and
   mixed-script homoglyphs are removed (:func:`robusteval.detectors.sanitize.sanitize`), the
   detectors screen the cleaned text, the wrapped metric scores it, and a cleaned text that is
@@ -40,7 +41,7 @@ from robusteval.detectors.sanitize import Sanitized, sanitize
 
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
-from robusteval.text import check_sample_text, is_blank
+from robusteval.text import is_blank
 from robusteval.types import Sample
 
 POLICIES = ("flag", "penalize", "floor", "reject", "sanitize")
@@ -74,6 +75,7 @@ class GuardedMetric(Metric):
         self.flag_counts: Counter[str] = Counter()
         self.scored = 0
         self._details: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._refuse = True  # policy reject: raise GuardRejection (False inside screened())
 
     def __getattr__(self, item: str) -> Any:
         # the wrapped metric's settings (e.g. ``aspect`` of an LLM judge) show through
@@ -101,6 +103,8 @@ class GuardedMetric(Metric):
     def _score(self, samples: list[Sample]) -> np.ndarray:
         out, rejected = self._guarded(samples)
         if rejected.any():
+            if not self._refuse:  # inside screened(): a placeholder it replaces with NaN
+                return np.where(rejected, 0.0, out)
             i = int(np.flatnonzero(rejected)[0])
             names = self._details[(samples[i].id, samples[i].response)]["flagged"]
             raise GuardRejection(samples[i].id, "response",
@@ -108,27 +112,22 @@ class GuardedMetric(Metric):
         return out
 
     def screened(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rejected): like :meth:`score`, but a sample the ``reject`` policy refuses is
-        marked in ``rejected`` (its score is NaN) instead of raising :class:`GuardRejection`.
-        Blank responses and invalid text are handled as :meth:`score` handles them."""
+        """(scores, rejected): :meth:`score`, except that a sample the ``reject`` policy refuses is
+        marked in ``rejected`` (its score NaN) instead of raising :class:`GuardRejection`. The
+        same checks and fallbacks as :meth:`score` (it is :meth:`score`)."""
         samples = list(samples)
-        out = np.full(len(samples), np.nan)
-        rejected = np.zeros(len(samples), dtype=bool)
-        todo: list[int] = []
-        for i, s in enumerate(samples):
-            if is_blank(s.response):
-                out[i] = float(self.score([s])[0])  # the metric's on_empty: an error or a counted floor
-            else:
-                todo.append(i)
-        if todo:
-            sub = [samples[i] for i in todo]
-            for s in sub:
-                check_sample_text(s)
-                self.check_sample(s)
-            scores, rej = self._guarded(sub)
-            out[todo] = np.where(rej, np.nan, np.clip(scores, 0.0, 100.0))
-            rejected[todo] = rej
-        return out, rejected
+        self._refuse = False
+        try:
+            scores = np.asarray(self.score(samples), dtype=float)
+        finally:
+            self._refuse = True
+        rejected = np.array([self.refused(s) for s in samples], dtype=bool)
+        return np.where(rejected, np.nan, scores), rejected
+
+    def refused(self, sample: Sample) -> bool:
+        """Whether the last scoring of ``sample`` was refused by the ``reject`` policy."""
+        found = self.details(sample)
+        return bool(found and found.get("rejected"))
 
     def _guarded(self, samples: list[Sample]) -> tuple[np.ndarray, np.ndarray]:
         """Scores under the policy, and which samples ``reject`` refuses (their score NaN)."""

@@ -97,13 +97,10 @@ def save(params: dict[str, Any], path: str | os.PathLike[str]) -> None:
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    from robusteval.results import read_json
+
     p = Path(path)
-    try:
-        params = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError(p, "joint guard model not found (fit one with benchmarks/joint_guard.py)") from None
-    except json.JSONDecodeError as e:
-        raise DataFormatError(p, f"not JSON: {e.msg}", line=e.lineno) from None
+    params = read_json(p, "joint guard model not found (fit one with benchmarks/joint_guard.py)")
     if not isinstance(params, dict) or params.get("format") != FORMAT:
         raise DataFormatError(p, f"not a joint guard model ({FORMAT})")
     return params

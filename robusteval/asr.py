@@ -174,8 +174,8 @@ def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
         ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
         c = s["criteria"]
         lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['attacked']}/{s['n']} | "
-                     f"{s.get('rejected', 0)} | "
-                     f"{s['skipped']} | {s['original_floored']} / {s.get('original_rejected', 0)} | {mb} | {ma} | "
+                     f"{s['rejected']} | "
+                     f"{s['skipped']} | {s['original_floored']} / {s['original_rejected']} | {mb} | {ma} | "
                      f"{pct(c['beats_reference'])} | "
                      f"{pct(c['expectation'])} | {pct(c['invariance'])} | {pct(c['gold'])} | "
                      f"{s['model_calls']} | {s['cache_hits']} |")

@@ -104,6 +104,18 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return _read(path)[1]
 
 
+def read_json(path: str | os.PathLike[str], missing: str) -> Any:
+    """A JSON file's content; a missing file or invalid JSON is a DataFormatError naming the
+    file (``missing`` says how to make one) and the line."""
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError(p, missing) from None
+    except json.JSONDecodeError as e:
+        raise DataFormatError(p, f"not JSON: {e.msg}", line=e.lineno) from None
+
+
 def read_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The fingerprint header of a log written by :class:`JsonlLog` (None when it has none)."""
     return _read(path)[0]
@@ -322,6 +334,8 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     drops it and counts it (``dropped_nonfinite``) instead of the run aborting."""
     from tqdm import tqdm
 
+    from robusteval.metrics.base import score_or_refuse
+
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
     log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
     ids = [s.id for s in samples]
@@ -333,10 +347,7 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
             before = counters(metric)
-            if getattr(metric, "policy", None) == "reject" and callable(getattr(metric, "screened", None)):
-                scores, _ = metric.screened(part)  # a refused response has no score (NaN), not an abort
-            else:
-                scores = metric.score(part)
+            scores, _ = score_or_refuse(metric, part)  # a refused response has no score (NaN), not an abort
             delta = counter_delta(before, counters(metric))
             rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(metric, s)}
                     for s, v in zip(part, scores, strict=True)]

@@ -224,3 +224,29 @@ def test_translated_clean_sets_keep_ids_apart_and_name_unknown_languages(data_di
         load_clean("dailydialog-good:klingon", "all", data_dir)
     with pytest.raises(UnknownNameError, match="unknown clean set"):
         load_clean("summeval-references:french", "all", data_dir)
+
+
+def test_calibrate_groups_fits_each_task_and_language_once_and_floors_at_the_default() -> None:
+    from robusteval.detectors.calibrate import calibrate_groups
+
+    class Counting(HasX):
+        calls = 0
+
+        def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+            Counting.calls += len(samples)
+            return super()._analyze(samples)
+
+    en = [Sample(id=f"en{i}", task="dialogue", response="x " + "the cat is on the mat " * (i % 3 + 1))
+          for i in range(60)]  # x share 1/7, 1/13, 1/19
+    fr = [Sample(id=f"fr{i}", task="dialogue", response="le chat est sur le tapis et il dort bien")
+          for i in range(60)]  # no x at all
+    few = [Sample(id=f"s{i}", task="summarization", response="x x the summary") for i in range(5)]
+    out = calibrate_groups([Counting()], {"en": en, "fr": fr, "few": few}, 0.01, min_n=50,
+                           floor_at_default=True)
+    assert Counting.calls == len(set(s.response for s in en + fr + few))  # one pass over the texts
+    en_entry, fr_entry = out["groups"]["dialogue/en"]["detectors"]["has_x"], out["groups"]["dialogue/fr"]["detectors"]["has_x"]
+    assert en_entry["n"] == 60 and en_entry["calibrated"] > 1 / 7 and en_entry["threshold"] == 0.5  # floored
+    assert fr_entry["calibrated"] < 1e-300 and fr_entry["threshold"] == 0.5  # never fired: not "flag anything"
+    assert out["groups_too_small"] == {"summarization/en": 5} and "summarization/en" not in out["groups"]
+    pooled = out["detectors"]["has_x"]
+    assert pooled["n"] == 125 and pooled["threshold"] > 0.5  # the 5 "x x" texts (0.5) are 4 %: above 1 %

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from robusteval.metrics.base import score_or_refuse
 from robusteval.types import Sample
 
 
@@ -37,7 +38,6 @@ class CachedVictim:
         self.model_calls = 0  # texts actually scored by the metric
         self.cache_hits = 0
         self.batches = 0
-        self.rejected: set[tuple[str, str]] = set()  # (sample id, text) a reject guard refused
 
     @property
     def name(self) -> str:
@@ -82,27 +82,23 @@ class CachedVictim:
         return out, scored
 
     def _score_texts(self, sample: Sample, texts: list[str]) -> np.ndarray:
-        """The metric's scores; a guard with policy ``reject`` refuses texts instead of raising.
-
-        A refused text is remembered in :attr:`rejected` and is given the clean original's score:
+        """The metric's scores; a text a ``reject`` guard refuses gets the clean original's score:
         to a search it is a step that changed nothing (neither a better R- candidate nor an R+
-        move), and the runner writes the row as ``rejected``, never with that score."""
-        if getattr(self.metric, "policy", None) != "reject" or not callable(getattr(self.metric, "screened", None)):
-            return np.asarray(self.metric.score([sample.with_response(t) for t in texts]), dtype=float)
-        scores, refused = self.metric.screened([sample.with_response(t) for t in texts])
+        move), and the runner writes the row as ``rejected`` (:meth:`is_rejected`), never with
+        that score."""
+        scores, refused = score_or_refuse(self.metric, [sample.with_response(t) for t in texts])
         if refused.any():
             neutral = self._cache.get((sample.id, sample.response))
             if neutral is None and sample.response not in texts:
                 neutral = float(self.score(sample, [sample.response])[0])
-            for t, r in zip(texts, refused, strict=True):
-                if r:
-                    self.rejected.add((sample.id, t))
             scores = np.where(refused, 0.0 if neutral is None or np.isnan(neutral) else neutral, scores)
-        return np.asarray(scores, dtype=float)
+        return scores
 
     def is_rejected(self, sample: Sample, text: str | None) -> bool:
-        """Whether the victim's guard refused ``text`` as a response to ``sample``."""
-        return text is not None and (sample.id, text) in self.rejected
+        """Whether the victim's guard refused ``text`` as a response to ``sample`` (from the
+        guard's own record of its last scoring of that text)."""
+        refused = getattr(self.metric, "refused", None)
+        return text is not None and callable(refused) and bool(refused(sample.with_response(text)))
 
     def score_one(self, sample: Sample, text: str) -> float:
         return float(self.score(sample, [text])[0])

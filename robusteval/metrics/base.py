@@ -82,6 +82,12 @@ class Metric(ABC):
             out[todo] = np.clip(raw, 0.0, 100.0)
         return out
 
+    def screened(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, refused): :meth:`score` and which samples the metric refused to score (their
+        score NaN). A plain metric refuses nothing; a guard with policy ``reject`` refuses the
+        texts it flags instead of raising (``robusteval.detectors.guarded``)."""
+        return self.score(samples), np.zeros(len(samples), dtype=bool)
+
     def check_sample(self, sample: Sample) -> None:
         """Raise InputError if ``sample`` lacks what this metric needs."""
         if self.requires_reference and all(is_blank(r) for r in sample.all_references()):
@@ -147,3 +153,13 @@ class PairMetric(Metric):
 
     def signature(self) -> str:
         return f"against={self.against}"
+
+
+def score_or_refuse(metric: Any, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+    """``metric.screened(samples)`` for any object with ``score`` (attack victims and score logs
+    take metric-like objects too): refused samples are marked, never an abort."""
+    screened = getattr(metric, "screened", None)
+    if callable(screened):
+        scores, refused = screened(samples)
+        return np.asarray(scores, dtype=float), np.asarray(refused, dtype=bool)
+    return np.asarray(metric.score(samples), dtype=float), np.zeros(len(samples), dtype=bool)
