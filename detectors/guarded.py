@@ -23,7 +23,8 @@ Inputs pass :meth:`Metric.score`'s checks before any detector or the wrapped met
 and the field; a blank (invisible-only) response follows the wrapped metric's ``on_empty``,
 and a fallback is counted in the guard's report.
 
-Per-sample details (raw score, guarded score, each detector's suspicion and flag) are kept
+Per-sample details (raw score, guarded score, each detector's suspicion and flag, and the
+text's :func:`pressure`) are kept
 for every scored (sample id, response) and returned by :meth:`GuardedMetric.details`; the
 ``score`` and ``attack`` commands write them into their outputs.
 """
@@ -45,6 +46,21 @@ from robusteval.text import is_blank
 from robusteval.types import Sample
 
 POLICIES = ("flag", "penalize", "floor", "reject", "sanitize")
+
+
+PRESSURE_CAP = 1000.0
+
+
+def pressure(suspicion: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Per text, how close the guard is to flagging it: the largest suspicion / threshold over
+    the detectors, at least 1 exactly when some detector flags it (suspicion >= threshold),
+    capped at :data:`PRESSURE_CAP`. A detector-aware attack searches for texts whose pressure
+    stays below 1 (:mod:`robusteval.attacks.evasion`)."""
+    susp = np.atleast_2d(np.asarray(suspicion, dtype=float))
+    thr = np.atleast_2d(np.asarray(thresholds, dtype=float))
+    ratio = np.where(thr > 0, susp / np.where(thr > 0, thr, 1.0), np.where(susp > 0, PRESSURE_CAP, 0.0))
+    ratio = np.where(susp >= thr, np.maximum(ratio, 1.0), np.minimum(ratio, np.nextafter(1.0, 0.0)))
+    return np.minimum(ratio, PRESSURE_CAP).max(axis=1) if ratio.shape[1] else np.zeros(len(ratio))
 
 
 class GuardRejection(InputError):
@@ -96,9 +112,14 @@ class GuardedMetric(Metric):
 
     def screen(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
         """(suspicion [n, k], flags [n, k]) of the k detectors."""
+        susp, thr = self._suspicion(samples)
+        return susp, susp >= thr
+
+    def _suspicion(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """(suspicion [n, k], per-sample thresholds [n, k]) of the k detectors."""
         susp = np.stack([d.detect(samples) for d in self.detectors], axis=1).reshape(len(samples), -1)
         thr = np.stack([d.thresholds(samples) for d in self.detectors], axis=1).reshape(len(samples), -1)
-        return susp, susp >= thr
+        return susp, thr
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         out, rejected = self._guarded(samples)
@@ -124,6 +145,17 @@ class GuardedMetric(Metric):
         rejected = np.array([self.refused(s) for s in samples], dtype=bool)
         return np.where(rejected, np.nan, scores), rejected
 
+    def pressure_of(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """(pressure, flagged) of each sample as the guard saw it (after ``sanitize``), from the
+        record of its last scoring; samples it has not scored are scored first."""
+        samples = list(samples)
+        missing = [s for s in samples if self.details(s) is None]
+        if missing:
+            self.screened(missing)
+        rows = [self.details(s) or {} for s in samples]
+        return (np.array([float(r.get("pressure", 0.0)) for r in rows]),
+                np.array([bool(r.get("flagged")) for r in rows], dtype=bool))
+
     def refused(self, sample: Sample) -> bool:
         """Whether the last scoring of ``sample`` was refused by the ``reject`` policy."""
         found = self.details(sample)
@@ -138,11 +170,13 @@ class GuardedMetric(Metric):
             screened = [s.with_response(c.text) if c.changed else s for s, c in zip(samples, cleaned, strict=True)]
         blank = np.array([is_blank(s.response) for s in screened], dtype=bool)  # sanitized to nothing
         susp = np.ones((len(samples), len(self.detectors)))
-        flags = np.ones_like(susp, dtype=bool)
+        thr = np.ones_like(susp)
         if (~blank).any():
             keep = [s for s, b in zip(screened, blank, strict=True) if not b]
-            susp[~blank], flags[~blank] = self.screen(keep)
+            susp[~blank], thr[~blank] = self._suspicion(keep)
+        flags = susp >= thr
         flagged_any = flags.any(axis=1)
+        press = pressure(susp, thr)
         rejected = flagged_any if self.policy == "reject" else np.zeros(len(samples), dtype=bool)
         raw = np.full(len(samples), np.nan)
         need = ~rejected & ~blank
@@ -169,6 +203,7 @@ class GuardedMetric(Metric):
             row: dict[str, Any] = {"raw_score": None if np.isnan(raw[i]) else float(raw[i]),
                                    "guarded_score": None if rejected[i] else float(out[i]),
                                    "flagged": flagged, "rejected": bool(rejected[i]),
+                                   "pressure": round(float(press[i]), 6),
                                    "suspicion": {d.name: round(float(susp[i, k]), 6)
                                                  for k, d in enumerate(self.detectors)}}
             c = cleaned[i]

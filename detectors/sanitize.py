@@ -13,10 +13,13 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   script that uses it (Persian ZWNJ, Devanagari conjuncts, emoji ZWJ sequences; see
   :func:`robusteval.detectors.nonalnum.joiner_in_word`) is kept;
 * **homoglyphs** -- inside a token that mixes Latin with Cyrillic or Greek letters, the
-  letters of the minority script that Unicode TS #39 (``confusables.txt``) lists as
-  lookalikes of the majority script's are replaced by them (``"pаypal"`` with a Cyrillic a
-  becomes ``"paypal"``; a Russian word with one Latin ``a`` gets the Cyrillic one). Tokens in
-  one script are never touched, so Russian or Greek text is left as it is.
+  lookalike letters (Unicode TS #39, ``confusables.txt``) are mapped to one script: to Latin
+  when every non-Latin letter is a lookalike of a Latin one (``"pаypal"`` with a Cyrillic a,
+  and ``"tеасһеr"`` with five of seven letters Cyrillic, become Latin), to Cyrillic or Greek
+  when every Latin letter is a lookalike of that script's (a Russian word with one Latin
+  ``a``), else to the majority script. Tokens in one script are never touched, so Russian or
+  Greek text is left as it is. This runs before role prefixes are removed, so a disguised
+  label (``"tеасһеr:"``) is recognized once it is spelled in Latin.
 
 Whitespace runs left by a removal are collapsed. The result is deterministic and idempotent.
 """
@@ -59,8 +62,10 @@ def _to_latin() -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _from_latin() -> dict[str, dict[str, str]]:
-    """Per script (CYRILLIC, GREEK): Latin letter -> that script's lookalike."""
+def lookalikes() -> dict[str, dict[str, str]]:
+    """Per script (CYRILLIC, GREEK): Latin letter -> that script's lookalike (the first one
+    TS #39 lists). The sanitizer undoes them; the evasion attack
+    (:mod:`robusteval.attacks.evasion`) uses them."""
     out: dict[str, dict[str, str]] = {}
     for foreign, latin in _to_latin().items():
         out.setdefault(char_script(foreign), {}).setdefault(latin, foreign)
@@ -110,11 +115,19 @@ def _fix_token(token: str) -> str:
     mixed = [s for s in counts if s in CONFUSABLE_SCRIPTS]
     if len(mixed) < 2:
         return token
-    major = max(mixed, key=lambda s: (counts[s], s == "LATIN"))
+    to_latin = _to_latin()
+    foreign = [c for c in token if c.isalpha() and char_script(c) != "LATIN"]
+    latin = [c for c in token if c.isalpha() and char_script(c) == "LATIN"]
+    if all(c in to_latin for c in foreign):  # only lookalikes of Latin letters: a disguised Latin word
+        major = "LATIN"
+    elif all(any(c in table for table in lookalikes().values()) for c in latin):  # Latin intrusions
+        major = max((s for s in mixed if s != "LATIN"), key=lambda s: counts[s])
+    else:
+        major = max(mixed, key=lambda s: (counts[s], s == "LATIN"))
     if major == "LATIN":
         table = _to_latin()
         return "".join(table.get(c, c) if char_script(c) != "LATIN" else c for c in token)
-    table = _from_latin().get(major, {})
+    table = lookalikes().get(major, {})
     return "".join(table.get(c, c) if char_script(c) == "LATIN" else c for c in token)
 
 
@@ -131,8 +144,8 @@ def sanitize(text: str) -> Sanitized:
     """``text`` without role prefixes, invisible characters and mixed-script homoglyphs."""
     removed: dict[str, Any] = {}
     out = _strip_invisible(text, removed)
-    out = _strip_roles(out, removed)
     out = _fix_homoglyphs(out, removed)
+    out = _strip_roles(out, removed)
     if removed:
         out = re.sub(r"[ \t]{2,}", " ", out)
         out = "\n".join(line.strip() for line in out.split("\n")).strip()

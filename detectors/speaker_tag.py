@@ -3,8 +3,9 @@
 Vasselli & Watanabe (Table 2) show that prefixing a response with "teacher:", "agent:" or
 "user:" moves reference-free dialogue metrics (DialogRPT most: it was trained on Reddit
 threads where such labels mark quoted turns). A known role label followed by a colon at the
-start of the response (or of any line) gives suspicion 1.0; an unknown one- or two-word
-label in the same position ("Bob:", "Speaker 1:") 0.7; a known role label after a sentence
+start of the response (or of any line) gives suspicion 1.0 (after an ASCII colon or any of its
+lookalikes, e.g. the full-width "："); an unknown one- or two-word
+label in the same position ("Bob:", "Speaker 1:", ASCII colon only) 0.7; a known role label after a sentence
 end inside the text ("... . user: ...") 0.8. Role names live in package data
 (``resources/detectors/speaker_tags.json``).
 """
@@ -22,7 +23,12 @@ from robusteval.paths import resource
 from robusteval.types import Sample
 
 _LABEL = r"[^\W\d_][\w'.-]{0,19}(?:\s+\d{1,2}|\s+[^\W\d_][\w'-]{0,14})?"
-ROLE_PREFIX = re.compile(rf"^\s*[\[(<]?\s*({_LABEL})\s*[\])>]?\s*:(?!//)", re.UNICODE | re.MULTILINE)
+# the ASCII colon and its lookalikes (Unicode TS #39 confusables of ":"; the full-width one is
+# how Chinese and Japanese write a label): a known role label before any of them is a tag (a
+# guard-aware attack writes "teacher：" to slip past an ASCII-only pattern), an unknown label
+# only before the ASCII one, so CJK prose with a full-width colon is not read as a speaker tag
+COLONS = ":\uff1a\ufe55\ufe13\u2236\ua789\u0589\u02d0"
+ROLE_PREFIX = re.compile(rf"^\s*[\[(<]?\s*({_LABEL})\s*[\])>]?\s*([{COLONS}])(?!//)", re.UNICODE | re.MULTILINE)
 _INLINE = re.compile(r"[.!?]\s+([^\W\d_][\w'-]{0,19})\s*:\s", re.UNICODE)
 
 
@@ -37,7 +43,10 @@ def tag_score(text: str) -> tuple[float, str | None]:
     for m in ROLE_PREFIX.finditer(text):
         label = m.group(1).strip()
         first = label.split()[0].lower()
-        score = 1.0 if label.lower() in known or first in known else 0.7
+        is_role = label.lower() in known or first in known
+        if not is_role and m.group(2) != ":":
+            continue
+        score = 1.0 if is_role else 0.7
         if score > best:
             best, found = score, label
     for m in _INLINE.finditer(text):

@@ -194,10 +194,15 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
               if r["attack"] == "speaker-tag-teacher" and r["outcome"] == "attacked"]
     assert tagged and all("speaker_tag" in r["meta"]["guard"]["adversarial"]["flagged"] and r["victim_after"] == 0.0
                           for r in tagged)
-    # adaptive rows: the search attack rerun with the guard in the loop
+    # adaptive rows: the search attack and the R- attacks rerun guard-aware; R+ rewrites only transfer
     ta = learned["variants"]["guarded"]["transfer_vs_adaptive"]
-    assert list(ta) == ["textfooler-neg"] and ta["textfooler-neg"]["adaptive"]["n"] > 0
-    assert dlg["adaptive"] == ["textfooler-neg"]
+    assert set(ta) == set(dlg["adaptive"]) and "textfooler-neg" in ta and ta["textfooler-neg"]["adaptive"]["n"] > 0
+    assert "speaker-tag-teacher" in ta and not any(a.startswith("adveval-") for a in ta)
+    aware = [r for r in read_jsonl(out / "dialogue" / "tiny-evaluator" / "guarded" / "adaptive" / "results.jsonl")
+             if r["attack"] == "speaker-tag-teacher" and r["outcome"] == "attacked"]
+    # the tag was flagged, so the guard-aware rerun tried disguises of it
+    assert aware and all(r["meta"]["evasion"]["flagged_before"] and r["meta"]["evasion"]["variants"] > 0
+                         for r in aware)
     gen = learned["generalization"]
     assert list(gen["asr"]) == ["none", "trained on dialogue-rules", "all"]
     assert gen["asr"]["none"] == {k: v["primary"]["asr"] for k, v in plain.items()}

@@ -50,7 +50,7 @@ def test_policies(policy: str, expected: list[float]) -> None:
     assert g.score(SAMPLES).tolist() == expected
     d = g.details(SAMPLES[1])
     assert d == {"raw_score": 40.0, "guarded_score": expected[1], "flagged": ["has_x"], "rejected": False,
-                 "suspicion": {"has_x": 0.5}}
+                 "pressure": 1.0, "suspicion": {"has_x": 0.5}}
     assert g.report()["guard"]["flagged"] == {"has_x": 2, "any": 2}
 
 

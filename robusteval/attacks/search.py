@@ -235,6 +235,9 @@ class _WordSearch(Attack):
         self.pool: list[str] = []
         self._candidates: Any = None
         self.constrained_out = 0
+        # a guard-aware wrapper (robusteval.attacks.evasion.Evasive) sets this: (sample, texts) ->
+        # points subtracted from each candidate's score when candidates are ranked
+        self.penalty: Any = None
 
     def candidates(self) -> Any:
         raise NotImplementedError
@@ -242,6 +245,9 @@ class _WordSearch(Attack):
     def constrain(self, text: Any, candidates: list[Any], index: int) -> list[Any]:
         """The candidates the attack's constraints keep (none by default)."""
         return candidates
+
+    def _penalties(self, sample: Sample, texts: list[str]) -> np.ndarray:
+        return np.zeros(len(texts)) if self.penalty is None else np.asarray(self.penalty(sample, texts), dtype=float)
 
     def prepare(self, samples: Sequence[Sample]) -> None:
         """R- attacks start from another sample's response: keep the pool of responses."""
@@ -276,6 +282,7 @@ class _WordSearch(Attack):
         text = AttackedText(start)
         before = victim.score_one(sample, text.text)
         best, best_score = text, before
+        best_penalty = self._penalties(sample, [start])[0]
 
         def gold_of(t: str) -> float:
             return float(self.gold.score([sample.with_response(t)])[0])
@@ -312,9 +319,12 @@ class _WordSearch(Attack):
             if not cands:
                 break
             scores = victim.score(sample, [c.text for c in cands])
-            k = max(range(len(cands)), key=lambda i: self.goal.gain(best_score, float(scores[i])))
-            if self.goal.gain(best_score, float(scores[k])) > 0:
-                best, best_score = cands[k], float(scores[k])
+            # a candidate's value: its gain over the current best, less the penalty it adds
+            pen = self._penalties(sample, [c.text for c in cands])
+            value = [self.goal.gain(best_score, float(scores[i])) - (pen[i] - best_penalty) for i in range(len(cands))]
+            k = max(range(len(cands)), key=lambda i: value[i])
+            if value[k] > 0:
+                best, best_score, best_penalty = cands[k], float(scores[k]), float(pen[k])
                 changes += 1
                 if self.gold is not None:
                     gold_now = gold_of(best.text)

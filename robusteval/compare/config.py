@@ -19,7 +19,8 @@ Schema (YAML; ``docs/compare.md`` has the annotated version)::
         select: best-per-context
         split: {val_fraction: 0.1, test_fraction: 0.4}   # contexts; attacks use the test split
         attacks: [family:dialogue-rules, textfooler-neg]
-        adaptive: [textfooler-neg]   # default: every attack that queries the victim
+        adaptive: [textfooler-neg]   # rerun guard-aware; default: every search attack and every R- attack
+        evasion: {weight: 10, fluency: 0, max_variants: 12}   # robusteval.attacks.evasion.Evasive
         attack_options: {}
         correlation: [quickstart-dialogue]   # the test split of the dataset; other names zero-shot
         victims:
@@ -111,6 +112,7 @@ class SuiteSpec:
     limit: int | None = None
     split: dict[str, float] = field(default_factory=lambda: {"val_fraction": 0.1, "test_fraction": 0.2})
     adaptive: list[str] | None = None
+    evasion: dict[str, float] = field(default_factory=dict)
     attack_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     correlation: list[str] = field(default_factory=list)
 
@@ -138,6 +140,20 @@ class CompareConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+def _evasion(value: Any, where: str) -> dict[str, float]:
+    opts = _mapping(value, where)
+    _check_keys(opts, {"weight", "fluency", "max_variants"}, where)
+    try:
+        out = {k: float(v) for k, v in opts.items()}
+    except (TypeError, ValueError) as e:
+        raise RobustevalError(f"compare config: {where} values must be numbers: {e}") from None
+    if any(v < 0 for v in out.values()):
+        raise RobustevalError(f"compare config: {where} values must be >= 0, got {out}")
+    if "max_variants" in out:
+        out["max_variants"] = int(out["max_variants"])
+    return out
+
+
 def parse(raw: dict[str, Any]) -> CompareConfig:
     """Validate a compare config (see the module docstring); errors name the offending key."""
     top = _mapping(raw, "the top level")
@@ -161,7 +177,7 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
         where = f"suites[{i}]"
         s = _mapping(s, where)
         _check_keys(s, {"name", "dataset", "attacks", "victims", "select", "select_aspect", "limit", "split",
-                        "adaptive", "attack_options", "correlation"}, where)
+                        "adaptive", "evasion", "attack_options", "correlation"}, where)
         for need in ("name", "dataset", "attacks", "victims"):
             if not s.get(need):
                 raise RobustevalError(f"compare config: {where}.{need} is required")
@@ -202,6 +218,7 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
             victims=victims, select=str(s.get("select", "best-per-context")), select_aspect=s.get("select_aspect"),
             limit=s.get("limit"), split={k: float(x) for k, x in split.items()},
             adaptive=None if s.get("adaptive") is None else _strings(s["adaptive"], f"{where}.adaptive"),
+            evasion=_evasion(s.get("evasion"), f"{where}.evasion"),
             attack_options=_mapping(s.get("attack_options"), f"{where}.attack_options"),
             correlation=_strings(s.get("correlation") or [s["dataset"]], f"{where}.correlation")))
     if not suites:

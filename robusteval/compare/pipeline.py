@@ -168,13 +168,15 @@ def mean_spearman(corr: dict[str, Any]) -> float | None:
 
 
 def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
-    """The attacks rerun against guarded variants: ``suite.adaptive``, by default every
-    configured attack that queries its victim (the search attacks)."""
+    """The attacks rerun guard-aware against guarded variants
+    (:class:`robusteval.attacks.evasion.Evasive`): ``suite.adaptive``, by default every
+    configured attack that queries its victim or lowers quality (R-); a static R+ rewrite has
+    nothing to evade, so its transferred rows stand."""
     from robusteval import attacks
 
     chosen = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
     if suite.adaptive is None:
-        return [a.name for a in chosen if a.needs_victim]
+        return [a.name for a in chosen if a.needs_victim or a.direction == "R-"]
     extra = set(suite.adaptive) - {a.name for a in chosen}
     if extra:
         raise RobustevalError(f"suite {suite.name}: adaptive attacks {sorted(extra)} are not among its attacks")
@@ -187,6 +189,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     """The victim's report entry, and the guarded variant's transfer rows (their detector
     suspicions of the adversarial texts feed the suite's ROC curves)."""
     from robusteval import attacks, detectors, metrics
+    from robusteval.attacks.evasion import evasive
     from robusteval.attacks.runner import run_attacks
     from robusteval.compare.learned import train_victim
     from robusteval.compare.replay import replays
@@ -233,7 +236,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
                                       criteria=cfg.criteria))
             adaptive: list[dict[str, Any]] = []
             if adaptive_names:
-                fresh = attacks.select(adaptive_names, cfg.seed, suite.attack_options)
+                fresh = evasive(attacks.select(adaptive_names, cfg.seed, suite.attack_options), **suite.evasion)
                 adaptive = list(run_attacks(sd.test, fresh, metric, vdir / "adaptive" / "results.jsonl",
                                             resume=resume, budget=cfg.budget, dataset=suite.dataset,
                                             criteria=cfg.criteria))

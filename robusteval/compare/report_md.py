@@ -178,8 +178,8 @@ def markdown(report: dict[str, Any]) -> str:
              "already floored, are counted apart. Fooled: an R- text (made bad) scoring at least as high as the "
              f"reference, or an R+ text (quality kept) moving the score by more than "
              f"{report.get('criteria', {}).get('invariance_tolerance', 1.0):g} point(s) (robusteval's invariance "
-             "criterion). Guarded variants count adaptive reruns of the search attacks (guard in the loop) and "
-             "transfer of the other attacks' texts.", "",
+             "criterion). Guarded variants count guard-aware reruns of the search and R- attacks (penalized "
+             "search, disguised additions: robusteval.attacks.evasion) and transfer of the other attacks' texts.", "",
              "## Headline", "", *table(HEADLINE, headline_rows(report)), ""]
     for sname, suite in report["suites"].items():
         lines += [f"## Suite {sname} ({suite['dataset']}, {suite['n_attacked']} attacked test contexts)", ""]
