@@ -1,0 +1,188 @@
+"""``smooth(metric, perturbation, n, seed, alpha)``: randomized median smoothing of any metric.
+
+The smoothed score of a response is the median of the base metric over ``n`` random
+perturbations of it (:mod:`robusteval.defenses.perturbations`), drawn from a generator seeded
+by (seed, response): the same text always gets the same draws, so the score is deterministic
+for a seed. An attacker who changes a few words moves the median only within bounds that
+:meth:`SmoothedMetric.certify` computes (median smoothing, Chiang et al. 2020; for word
+substitutions SAFER, Ye et al. 2020, and RanMASK, Zeng et al. 2021; the derivation is in
+:mod:`robusteval.defenses.certificate` and docs/smoothing.md).
+
+The result is a :class:`~robusteval.metrics.Metric`: it can be attacked, guarded
+(``detectors.guard(smooth(m), ...)``), compared and scored like any other. All draws of a
+batch go to the base metric in one call, each distinct text once. A draw that comes out
+blank (every unit masked) scores ``empty_score`` and is counted (``blank_draw``).
+
+    >>> from robusteval import metrics, Sample
+    >>> from robusteval.defenses import smooth
+    >>> m = smooth(metrics.load("rougeL"), perturbation="mask", n=16, seed=0)
+    >>> s = Sample(id="a", task="summarization", response="the cat sat on the mat", reference="a cat sat on a mat")
+    >>> float(m.score([s])[0]) == float(m.score([s])[0])
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robusteval.defenses import certificate
+from robusteval.defenses.perturbations import Perturbation, load, units_of
+from robusteval.errors import InputError
+from robusteval.metrics.base import Metric
+from robusteval.text import check_sample_text, is_blank
+from robusteval.types import Sample
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Certified bounds of one sample's smoothed score at one radius."""
+
+    sample_id: str
+    score: float
+    radius: int
+    lower: float
+    upper: float
+    delta: float
+    units: int
+
+    def within(self, tolerance: float) -> bool:
+        """Whether the bounds stay within ``tolerance`` points of the score on both sides."""
+        return self.score - self.lower <= tolerance and self.upper - self.score <= tolerance
+
+
+class SmoothedMetric(Metric):
+    """``metric`` smoothed by the median over ``n`` random perturbations (module docstring)."""
+
+    def __init__(self, metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,
+                 alpha: float = 0.05, **perturbation_options: Any) -> None:
+        super().__init__(on_empty=metric.on_empty, empty_score=metric.empty_score)
+        if n < 1:
+            raise ValueError(f"smoothing needs n >= 1 draws, got {n}")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        self.metric = metric
+        self.perturbation = load(perturbation, **perturbation_options)
+        self.n, self.seed, self.alpha = int(n), int(seed), float(alpha)
+        self.name = f"smoothed-{metric.name}"  # type: ignore[misc]
+        self.requires_reference = metric.requires_reference  # type: ignore[misc]
+        self.tasks = metric.tasks  # type: ignore[misc]
+        self.aspect = metric.aspect
+        self.draws_scored = 0
+        self.samples_scored = 0
+
+    def __getattr__(self, item: str) -> Any:
+        if item == "metric":
+            raise AttributeError(item)
+        return getattr(self.metric, item)
+
+    def check_sample(self, sample: Sample) -> None:
+        self.metric.check_sample(sample)
+
+    def signature(self) -> str:
+        p = ",".join(f"{k}={v}" for k, v in sorted(self.perturbation.describe().items()) if k != "certifies")
+        return f"{self.metric.reproducibility()}|smooth=median,n={self.n},seed={self.seed},alpha={self.alpha},{p}"
+
+    def _rng(self, response: str) -> random.Random:
+        digest = hashlib.sha256(f"{self.seed}|{response}".encode("utf-8", "surrogatepass")).hexdigest()
+        return random.Random(int(digest[:16], 16))
+
+    def draws(self, response: str) -> list[str]:
+        """The ``n`` perturbed versions of ``response`` this metric scores (seeded)."""
+        rng = self._rng(response)
+        return [self.perturbation(response, rng) for _ in range(self.n)]
+
+    def draw_scores(self, samples: Sequence[Sample]) -> np.ndarray:
+        """[len(samples), n]: the base metric's score of every draw, in one batched call
+        (each distinct (sample, text) once)."""
+        samples = list(samples)
+        texts = [self.draws(s.response) for s in samples]
+        index: dict[tuple[int, str], int] = {}
+        batch: list[Sample] = []
+        for i, (s, ts) in enumerate(zip(samples, texts, strict=True)):
+            for t in ts:
+                if not is_blank(t) and (i, t) not in index:
+                    index[(i, t)] = len(batch)
+                    batch.append(s.with_response(t))
+        scored = np.asarray(self.metric.score(batch), dtype=float) if batch else np.zeros(0)
+        self.draws_scored += len(batch)
+        self.samples_scored += len(samples)
+        out = np.empty((len(samples), self.n))
+        for i, ts in enumerate(texts):
+            for j, t in enumerate(ts):
+                if is_blank(t):
+                    out[i, j] = self.metric.empty_score
+                    self.fallbacks["blank_draw"] += 1
+                else:
+                    out[i, j] = scored[index[(i, t)]]
+        return out
+
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        return np.median(self.draw_scores(samples), axis=1)
+
+    def unit_distances(self, response: str) -> list[float]:
+        """Per unit of ``response``, the perturbation's worst-case distance (see certificate)."""
+        return [self.perturbation.unit_distance(u) for u in units_of(response).units]
+
+    def certify(self, samples: Sequence[Sample], radius: int = 1) -> list[Certificate]:
+        """Per sample, bounds that with probability >= 1 - alpha contain the smoothed score of
+        every response within ``radius`` changed units (what the perturbation certifies:
+        ``self.perturbation.certifies``). Raises for a perturbation without a certificate."""
+        if self.perturbation.certifies is None:
+            raise ValueError(f"the {self.perturbation.name} perturbation has no certificate "
+                             "(use synonym or mask)")
+        samples = list(samples)
+        for s in samples:  # score()'s checks: invalid or missing text is an error naming the sample
+            check_sample_text(s)
+            if is_blank(s.response):
+                raise InputError(s.id, "response", "empty or invisible-only response: nothing to certify")
+            self.check_sample(s)
+        values = self.draw_scores(samples)
+        out = []
+        for s, v in zip(samples, values, strict=True):
+            dist = self.unit_distances(s.response)
+            lo, hi = certificate.bounds(v, dist, radius, self.alpha)
+            out.append(Certificate(sample_id=s.id, score=float(np.median(v)), radius=radius, lower=lo, upper=hi,
+                                   delta=certificate.delta(dist, radius), units=len(dist)))
+        return out
+
+    def certified_radius(self, samples: Sequence[Sample], tolerance: float, max_radius: int = 10) -> list[int]:
+        """Per sample, the largest radius (up to ``max_radius``) at which the certified bounds
+        stay within ``tolerance`` points of the smoothed score; -1 when even radius 0 does not
+        (too few draws for that tolerance)."""
+        samples = list(samples)
+        values = self.draw_scores(samples)
+        out = []
+        for s, v in zip(samples, values, strict=True):
+            dist = self.unit_distances(s.response)
+            med = float(np.median(v))
+            best = -1
+            for k in range(0, max_radius + 1):
+                lo, hi = certificate.bounds(v, dist, k, self.alpha)
+                if med - lo > tolerance or hi - med > tolerance:
+                    break
+                best = k
+            out.append(best)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        inner = self.metric.report()
+        return {**inner, "metric": self.name, "reproducibility": self.reproducibility(),
+                "fallbacks": {**(inner.get("fallbacks") or {}), **dict(self.fallbacks)},
+                "smoothing": {"n": self.n, "seed": self.seed, "alpha": self.alpha, **self.perturbation.describe(),
+                              "samples_scored": self.samples_scored, "draws_scored": self.draws_scored}}
+
+
+def smooth(metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,
+           alpha: float = 0.05, **perturbation_options: Any) -> SmoothedMetric:
+    """``metric`` smoothed by the median over ``n`` seeded random perturbations (module docstring).
+
+    ``perturbation``: ``synonym`` (default; ``rate=1.0``, ``max_set=16``), ``mask``
+    (``rate=0.3``, ``token=""``) or ``char`` (``rate=0.05``; no certificate); its options go
+    in ``perturbation_options``. ``alpha`` is the certificate's failure probability."""
+    return SmoothedMetric(metric, perturbation, n=n, seed=seed, alpha=alpha, **perturbation_options)
