@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from robusteval import Sample, detectors, metrics
-from robusteval.defenses import smooth
+from robusteval.defenses import certified_fraction, smooth
 from robusteval.defenses.certificate import bounds, delta, lower_order_bound, median_band, upper_order_bound
 from robusteval.defenses.perturbations import Mask, Synonym, load, substitution_set, units_of
 from robusteval.errors import InputError
@@ -236,3 +236,11 @@ def test_smoothing_composes_with_a_guard_and_a_checkpoint(tiny_bert, tmp_path) -
     twice = [learned.score([S(TEXTS["english"])])[0] for _ in range(2)]
     assert twice[0] == twice[1] and 0.0 <= twice[0] <= 100.0
     assert "smooth=median,n=8,seed=0" in learned.reproducibility()
+
+
+def test_certified_fraction_counts_radii_at_or_above() -> None:
+    got = certified_fraction([-1, 0, 1, 2, 3, 3], 2)
+    assert (got["certified"], got["n"]) == (3, 6) and got["rate"] == pytest.approx(0.5)
+    lo, hi = got["ci"]
+    assert lo < 0.5 < hi
+    assert certified_fraction([-1, 0], 0)["certified"] == 1

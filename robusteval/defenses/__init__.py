@@ -7,6 +7,6 @@ hardened evaluators in :mod:`robusteval.training`; here, randomized smoothing.
 from __future__ import annotations
 
 from robusteval.defenses.perturbations import PERTURBATIONS, Perturbation
-from robusteval.defenses.smoothing import Certificate, SmoothedMetric, smooth
+from robusteval.defenses.smoothing import Certificate, SmoothedMetric, certified_fraction, smooth
 
-__all__ = ["PERTURBATIONS", "Certificate", "Perturbation", "SmoothedMetric", "smooth"]
+__all__ = ["PERTURBATIONS", "Certificate", "Perturbation", "SmoothedMetric", "certified_fraction", "smooth"]

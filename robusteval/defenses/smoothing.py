@@ -178,6 +178,15 @@ class SmoothedMetric(Metric):
                               "samples_scored": self.samples_scored, "draws_scored": self.draws_scored}}
 
 
+def certified_fraction(radii: Sequence[int], radius: int) -> dict[str, Any]:
+    """The share of samples whose certified radius (:meth:`SmoothedMetric.certified_radius`) is
+    at least ``radius``: ``{certified, n, rate, ci, ci_method}`` -- the one function behind every
+    certified fraction robusteval reports."""
+    from robusteval.stats import proportion
+
+    return proportion([int(r) >= radius for r in radii], names=("certified", "rate"))
+
+
 def smooth(metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,
            alpha: float = 0.05, **perturbation_options: Any) -> SmoothedMetric:
     """``metric`` smoothed by the median over ``n`` seeded random perturbations (module docstring).
