@@ -58,7 +58,8 @@ def pressure(suspicion: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     stays below 1 (:mod:`robusteval.attacks.evasion`)."""
     susp = np.atleast_2d(np.asarray(suspicion, dtype=float))
     thr = np.atleast_2d(np.asarray(thresholds, dtype=float))
-    ratio = np.where(thr > 0, susp / np.where(thr > 0, thr, 1.0), np.where(susp > 0, PRESSURE_CAP, 0.0))
+    with np.errstate(over="ignore"):  # a calibrated threshold can be tiny ("> 0"): the ratio is capped below
+        ratio = np.where(thr > 0, susp / np.where(thr > 0, thr, 1.0), np.where(susp > 0, PRESSURE_CAP, 0.0))
     ratio = np.where(susp >= thr, np.maximum(ratio, 1.0), np.minimum(ratio, np.nextafter(1.0, 0.0)))
     return np.minimum(ratio, PRESSURE_CAP).max(axis=1) if ratio.shape[1] else np.zeros(len(ratio))
 

@@ -35,6 +35,7 @@ def tiny_config(tiny_bert: Path) -> dict:
         "name": "tiny", "seed": 0, "budget": 12, "n_boot": 50,
         "guard": {"detectors": FAST_DETECTORS, "policy": "floor",
                   "calibrate": {"clean": ["quickstart-references"], "target_fpr": 0.05}},
+        "smoothing": {"perturbation": "mask", "n": 4, "options": {"rate": 0.9}, "radii": [1, 2], "tolerance": 50.0},
         "suites": [
             {"name": "dialogue", "dataset": "quickstart-dialogue",
              "split": {"val_fraction": 0.1, "test_fraction": 0.4},
@@ -135,6 +136,9 @@ def test_reference_based_victims_are_compared_with_the_original_response() -> No
     ({"suites": []}, "suites"),
     ({"bogus": 1}, "unknown key"),
     ({"guard": {"detectors": [], "thresholds": "x"}}, "guard.detectors"),
+    ({"smoothing": {"perturbation": "gaussian"}}, "smoothing.perturbation"),
+    ({"smoothing": {"n": 0}}, "n >= 1"),
+    ({"smoothing": {"draws": 3}}, "unknown key"),
 ])
 def test_config_errors_name_the_problem(tiny_bert, patch, message) -> None:
     cfg = {**tiny_config(tiny_bert), **patch}
@@ -242,6 +246,16 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     page = (out / "report.html").read_text()
     assert "Ablation: the hardened model" in page and "R+ invariance failures" in page
     assert "validation gate" in page
+    # smoothing: both smoothed variants of the learned victim, the plain one of ROUGE-L
+    assert learned["variants"]["smoothed"]["available"] and learned["variants"]["smoothed+trained"]["available"]
+    assert rouge["variants"]["smoothed"]["available"] and not rouge["variants"]["smoothed+trained"]["available"]
+    cert = learned["variants"]["smoothed"]["certified"]
+    assert set(cert["radius"]) == {"1", "2"} and cert["covers"] == "any substitution of up to k units"
+    assert all(f["n"] == dlg["n_attacked"] for f in cert["radius"].values())
+    assert cert["radius"]["2"]["certified"] <= cert["radius"]["1"]["certified"]
+    smooth_ta = learned["variants"]["smoothed"]["transfer_vs_adaptive"]
+    assert list(smooth_ta) == ["textfooler-neg"]  # only search attacks are rerun against the smoothed metric
+    assert "certified smoothed scores" in md and "smoothed + trained" in md and "Certified smoothed" in page
 
 
 def test_gate_rows_show_each_round_and_which_was_kept() -> None:

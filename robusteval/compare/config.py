@@ -6,6 +6,13 @@ Schema (YAML; ``docs/compare.md`` has the annotated version)::
     seed: 0                     # attacks, splits, training, bootstrap
     budget: 60                  # victim queries per search attack
     criteria: {invariance_tolerance: 1.0}   # success criteria settings (attacks/criteria.py)
+    smoothing:                  # optional: the smoothed and smoothed+trained variants (docs/smoothing.md)
+      perturbation: synonym     # synonym | mask | char
+      n: 32                     # draws per response (seeded by the config's seed)
+      alpha: 0.05
+      options: {rate: 1.0}      # the perturbation's options
+      radii: [1, 2, 3]          # certified fraction at these radii ...
+      tolerance: 10.0           # ... within this many points
     n_boot: 200                 # bootstrap resamples for correlation CIs
     guard:                      # the input-sanitization defense
       detectors: [nonalnum, {name: gec, options: {backend: builtin}}, ...]
@@ -128,6 +135,19 @@ class GuardSpec:
 
 
 @dataclass
+class SmoothingSpec:
+    """The smoothing defense (robusteval.defenses.smooth): adds the ``smoothed`` and
+    ``smoothed+trained`` variants and their certified fractions."""
+
+    perturbation: str = "synonym"
+    n: int = 32
+    alpha: float = 0.05
+    options: dict[str, Any] = field(default_factory=dict)  # the perturbation's (rate, max_set, sets, token)
+    radii: list[int] = field(default_factory=lambda: [1, 2, 3])
+    tolerance: float = 10.0
+
+
+@dataclass
 class CompareConfig:
     name: str
     suites: list[SuiteSpec]
@@ -137,6 +157,7 @@ class CompareConfig:
     n_boot: int = 200
     data_dir: str | None = None
     criteria: Criteria = field(default_factory=Criteria)
+    smoothing: SmoothingSpec | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -154,10 +175,28 @@ def _evasion(value: Any, where: str) -> dict[str, float]:
     return out
 
 
+def _smoothing(value: Any) -> SmoothingSpec | None:
+    if value is None:
+        return None
+    sm = _mapping(value, "smoothing")
+    _check_keys(sm, {"perturbation", "n", "alpha", "options", "radii", "tolerance"}, "smoothing")
+    from robusteval.defenses.perturbations import PERTURBATIONS
+
+    spec = SmoothingSpec(perturbation=str(sm.get("perturbation", "synonym")), n=int(sm.get("n", 32)),
+                         alpha=float(sm.get("alpha", 0.05)), options=_mapping(sm.get("options"), "smoothing.options"),
+                         radii=[int(r) for r in sm.get("radii", [1, 2, 3])], tolerance=float(sm.get("tolerance", 10.0)))
+    if spec.perturbation not in PERTURBATIONS:
+        raise RobustevalError(f"compare config: smoothing.perturbation {spec.perturbation!r} is not one of "
+                              f"{PERTURBATIONS.names()}")
+    if spec.n < 1 or not 0 < spec.alpha < 1 or any(r < 0 for r in spec.radii) or spec.tolerance < 0:
+        raise RobustevalError("compare config: smoothing needs n >= 1, 0 < alpha < 1, radii >= 0, tolerance >= 0")
+    return spec
+
+
 def parse(raw: dict[str, Any]) -> CompareConfig:
     """Validate a compare config (see the module docstring); errors name the offending key."""
     top = _mapping(raw, "the top level")
-    _check_keys(top, {"name", "seed", "budget", "n_boot", "guard", "suites", "data_dir", "criteria"},
+    _check_keys(top, {"name", "seed", "budget", "n_boot", "guard", "suites", "data_dir", "criteria", "smoothing"},
                 "the top level")
     g = _mapping(top.get("guard"), "guard")
     _check_keys(g, {"detectors", "policy", "penalty", "thresholds", "calibrate", "fpr_sets"}, "guard")
@@ -229,4 +268,5 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
     return CompareConfig(name=str(top.get("name", "compare")), suites=suites, guard=guard,
                          seed=int(top.get("seed", 0)), budget=int(top.get("budget", 60)),
                          n_boot=int(top.get("n_boot", 200)), data_dir=top.get("data_dir"),
-                         criteria=Criteria.from_config(_mapping(top.get("criteria"), "criteria")), raw=raw)
+                         criteria=Criteria.from_config(_mapping(top.get("criteria"), "criteria")),
+                         smoothing=_smoothing(top.get("smoothing")), raw=raw)

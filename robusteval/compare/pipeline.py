@@ -7,13 +7,18 @@ Variants of each victim metric:
 * ``guarded`` — ``plain`` behind the configured detectors and policy;
 * ``trained`` — learned victims only: the base adversarially trained (see
   :mod:`robusteval.compare.learned`);
-* ``guarded+trained`` — ``trained`` behind the guard.
+* ``guarded+trained`` — ``trained`` behind the guard;
+* ``smoothed`` / ``smoothed+trained`` — with a ``smoothing:`` block: ``plain`` / ``trained``
+  smoothed by the median over random perturbations (:func:`robusteval.defenses.smooth`), with
+  the share of test contexts certified within the tolerance at each radius.
 
-Unguarded variants are attacked directly (search attacks query them). A guarded variant is
-measured twice: *transfer* replays the adversarial texts found against its unguarded base,
-scored by the guarded metric; *adaptive* reruns the search attacks with the guard inside the
-loop. Its headline ASR takes the adaptive rows where they exist (the attacker knows the guard)
-and the transfer rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
+Plain and trained variants are attacked directly (search attacks query them). A defended
+variant (guarded, smoothed) is measured twice: *transfer* replays the adversarial texts found
+against its undefended base, scored by the defended metric; *adaptive* reruns attacks that know
+the defense -- guard-aware versions of the search and R- attacks against a guard
+(:mod:`robusteval.attacks.evasion`), the search attacks scoring every candidate through the
+smoothed metric. Its headline ASR takes the adaptive rows where they exist and the transfer
+rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ from robusteval.compare.guarding import (
 from robusteval.errors import InputError, RobustevalError
 from robusteval.types import Sample
 
-VARIANTS = ("plain", "guarded", "trained", "guarded+trained")
-BASE_OF = {"guarded": "plain", "guarded+trained": "trained"}
+VARIANTS = ("plain", "guarded", "trained", "guarded+trained", "smoothed", "smoothed+trained")
+BASE_OF = {"guarded": "plain", "guarded+trained": "trained", "smoothed": "plain", "smoothed+trained": "trained"}
+UNAVAILABLE = {"trained": "only learned victims (with a train: block) are adversarially trained",
+               "smoothed": "no smoothing: block in the config"}
 
 
 def _r(x: float | None, nd: int = 6) -> float | None:
@@ -193,6 +200,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     from robusteval.attacks.runner import run_attacks
     from robusteval.compare.learned import train_victim
     from robusteval.compare.replay import replays
+    from robusteval.defenses import smooth
 
     models: dict[str, Any] = {}
     training: dict[str, Any] | None = None
@@ -220,13 +228,18 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
     for base in list(models):
         models[f"guarded+{base}" if base == "trained" else "guarded"] = detectors.guard(
             models[base], dets, policy=cfg.guard.policy, penalty=cfg.guard.penalty, thresholds=thresholds)
+        if cfg.smoothing is not None:
+            models[f"smoothed+{base}" if base == "trained" else "smoothed"] = smooth(
+                models[base], cfg.smoothing.perturbation, n=cfg.smoothing.n, seed=cfg.seed, alpha=cfg.smoothing.alpha,
+                **cfg.smoothing.options)
+    search_names = [a.name for a in attacks.select(adaptive_names, cfg.seed, suite.attack_options) if a.needs_victim]
 
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     variants: dict[str, Any] = {}
     for variant in VARIANTS:
         if variant not in models:
-            variants[variant] = {"available": False,
-                                 "reason": "only learned victims (with a train: block) are adversarially trained"}
+            why = "smoothed" if variant.startswith("smoothed") and cfg.smoothing is None else "trained"
+            variants[variant] = {"available": False, "reason": UNAVAILABLE[why]}
             continue
         metric, vdir = models[variant], out / variant.replace("+", "_")
         if variant in BASE_OF:
@@ -235,8 +248,10 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
                                         resume=resume, budget=cfg.budget, dataset=suite.dataset,
                                       criteria=cfg.criteria))
             adaptive: list[dict[str, Any]] = []
-            if adaptive_names:
-                fresh = evasive(attacks.select(adaptive_names, cfg.seed, suite.attack_options), **suite.evasion)
+            smoothed = variant.startswith("smoothed")
+            if search_names if smoothed else adaptive_names:
+                fresh = (attacks.select(search_names, cfg.seed, suite.attack_options) if smoothed else
+                         evasive(attacks.select(adaptive_names, cfg.seed, suite.attack_options), **suite.evasion))
                 adaptive = list(run_attacks(sd.test, fresh, metric, vdir / "adaptive" / "results.jsonl",
                                             resume=resume, budget=cfg.budget, dataset=suite.dataset,
                                             criteria=cfg.criteria))
@@ -257,6 +272,8 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
                                  "model_calls": int(sum(r["model_calls"] for r in used))}
         if variant in BASE_OF:
             entry["transfer_vs_adaptive"] = transfer_vs_adaptive(rows[variant]["transfer"], rows[variant]["adaptive"])
+        if variant.startswith("smoothed") and cfg.smoothing is not None:
+            entry["certified"] = certified(metric, sd.test, cfg)
         variants[variant] = entry
     result: dict[str, Any] = {"metric": victim.name, "options": victim.options, "learned": training is not None,
                               "variants": variants}
@@ -265,6 +282,20 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         result["generalization"] = generalization(victim, suite, sd, cfg, rows, family_models, out, resume)
         result["ablation"] = ablation(suite, sd, cfg, rows, ablation_models, training, out, resume)
     return result, rows["guarded"]["transfer"]
+
+
+def certified(metric: Any, samples: Sequence[Sample], cfg: CompareConfig) -> dict[str, Any]:
+    """Share of the attacked test contexts whose smoothed score is certified within
+    ``smoothing.tolerance`` points at each of ``smoothing.radii`` (or why there is no certificate)."""
+    from robusteval.defenses import certified_fraction
+
+    spec = cfg.smoothing
+    assert spec is not None
+    if metric.perturbation.certifies is None:
+        return {"tolerance": spec.tolerance, "note": f"the {spec.perturbation} perturbation has no certificate"}
+    radii = metric.certified_radius(samples, spec.tolerance, max_radius=max(spec.radii, default=0))
+    return {"tolerance": spec.tolerance, "alpha": spec.alpha, "covers": metric.perturbation.certifies,
+            "radius": {str(r): certified_fraction(radii, r) for r in spec.radii}}
 
 
 def transfer_vs_adaptive(transfer: list[dict[str, Any]], adaptive: list[dict[str, Any]]) -> dict[str, Any]:

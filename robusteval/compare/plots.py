@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-COLORS = {"plain": "#4C72B0", "guarded": "#55A868", "trained": "#C44E52", "guarded+trained": "#8172B2"}
-LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained"}
+from robusteval.compare.report_md import LABEL
+
+COLORS = {"plain": "#4C72B0", "guarded": "#55A868", "trained": "#C44E52", "guarded+trained": "#8172B2",
+          "smoothed": "#CCB974", "smoothed+trained": "#64B5CD"}
 
 
 def _svg(fig: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from robusteval.compare import plots
 from robusteval.compare.report_md import (
     ADAPTIVE,
+    CERTIFIED,
     FLAGGED,
     GATE,
     HEADLINE,
@@ -18,6 +19,7 @@ from robusteval.compare.report_md import (
     adaptive_rows,
     asr_rows,
     available,
+    certified_rows,
     correlation_rows,
     flagged_rows,
     fpr_rows,
@@ -99,8 +101,12 @@ def render(report: dict[str, Any]) -> str:
             parts.append(table(head, rows, "asr"))
             ta = adaptive_rows(victim)
             if ta:
-                parts.append("<h4>Adaptive vs transfer attacks on the guard</h4>")
+                parts.append("<h4>Adaptive vs transfer attacks on the defenses</h4>")
                 parts.append(table(ADAPTIVE, ta, "adaptive"))
+            cert = certified_rows(victim)
+            if cert:
+                parts.append("<h4>Certified smoothed scores (probability ≥ 1 − alpha)</h4>")
+                parts.append(table(CERTIFIED, cert, "certified"))
             parts.append(figure("distributions", plots.score_distributions(victim, f"{vname}: clean vs adversarial"),
                                 "Victim scores of the clean originals and of their R- adversarial versions."))
             parts.append(figure("correlation", plots.correlation_bars(victim, f"{vname}: Spearman with humans"),

@@ -6,7 +6,8 @@ from typing import Any
 
 from robusteval.stats import pct as pct_ci
 
-LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained"}
+LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained",
+         "smoothed": "smoothed", "smoothed+trained": "smoothed + trained"}
 
 
 def pct(v: float | None) -> str:
@@ -108,6 +109,22 @@ def asr_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 ADAPTIVE = ["variant", "attack", "family", "transfer ASR % [95% CI]", "adaptive ASR % [95% CI]"]
+CERTIFIED = ["variant", "certified within (points)", "radius", "certified contexts % [95% CI]", "certified / n"]
+
+
+def certified_rows(victim: dict[str, Any]) -> list[list[str]]:
+    """Smoothed variants: the share of test contexts certified within the tolerance per radius."""
+    rows = []
+    for v in available(victim):
+        c = victim["variants"][v].get("certified")
+        if not c:
+            continue
+        if "radius" not in c:
+            rows.append([LABEL[v], f"{c['tolerance']:g}", "–", c.get("note", ""), "–"])
+            continue
+        rows += [[LABEL[v], f"{c['tolerance']:g}", r, pct_ci(f), f"{f['certified']}/{f['n']}"]
+                 for r, f in c["radius"].items()]
+    return rows
 
 
 def adaptive_rows(victim: dict[str, Any]) -> list[list[str]]:
@@ -188,7 +205,12 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"### {vname}: ASR % [95% CI] per family (fooled/attacked)", "", *table(head, rows), ""]
             ta_rows = adaptive_rows(victim)
             if ta_rows:
-                lines += [f"### {vname}: adaptive vs transfer attacks on the guard", "", *table(ADAPTIVE, ta_rows), ""]
+                lines += [f"### {vname}: adaptive vs transfer attacks on the defenses", "",
+                          *table(ADAPTIVE, ta_rows), ""]
+            cert = certified_rows(victim)
+            if cert:
+                lines += [f"### {vname}: certified smoothed scores (probability >= 1 - alpha)", "",
+                          *table(CERTIFIED, cert), ""]
             head, rows = correlation_rows(victim)
             lines += [f"### {vname}: Spearman with human judgments [95% bootstrap CI]", "", *table(head, rows), ""]
             fl = flagged_rows(victim)
