@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-n", type=int, nargs="*", default=[16, 32, 64])
     ap.add_argument("--time-samples", type=int, default=60)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--timing", choices=("yes", "no", "only"), default="yes",
+                    help="no: skip the time ratios (e.g. while other jobs share the cores); only: just them")
     args = ap.parse_args(argv)
     if not os.environ.get("ROBUSTEVAL_DATA"):
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
@@ -99,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dailydialog-zhao: {len(attacked)} attacked contexts, {len(rated)} rated replies for Spearman; "
           f"n = {args.n}; attacks {ATTACKS}, budget {args.budget}; certified at +-{args.tolerance:g} points")
     for victim in victims:
+        if args.timing == "only":
+            print_timing(victim, args, rated, everything[-2:])
+            continue
         plain = build(victim, args.checkpoint)
         rows = list(run_attacks(attacked, attacks.select(ATTACKS), plain, out / victim / "plain" / "results.jsonl",
                                 resume=args.resume, budget=args.budget, dataset="dailydialog-zhao"))
@@ -134,13 +139,18 @@ def main(argv: list[str] | None = None) -> int:
             fr = [certified_fraction(certified[spec], k) for k in (1, 2, 3)]
             print(f"| {spec} | {fmt_r(spearman[spec])} | {r - base_r:+.3f} | "
                   + " | ".join(f"{pct(f)} ({f['certified']}/{f['n']})" for f in fr) + " |")
-        print("\n| perturbation | " + " | ".join(f"time ratio n={n}" for n in args.time_n) + " |")
-        print("|---|" + "---|" * len(args.time_n))
-        for spec in args.perturbations:
-            ratios = [timing(victim, args.checkpoint, rated[: args.time_samples], everything[-2:], spec, n)
-                      for n in args.time_n]
-            print(f"| {spec} | " + " | ".join(f"{x:.1f}x" for x in ratios) + " |")
+        if args.timing == "yes":
+            print_timing(victim, args, rated, everything[-2:])
     return 0
+
+
+def print_timing(victim: str, args: argparse.Namespace, rated: list[Any], warm: list[Any]) -> None:
+    print(f"\n{victim}: smoothed / plain scoring time, {args.time_samples} replies\n")
+    print("| perturbation | " + " | ".join(f"time ratio n={n}" for n in args.time_n) + " |")
+    print("|---|" + "---|" * len(args.time_n))
+    for spec in args.perturbations:
+        ratios = [timing(victim, args.checkpoint, rated[: args.time_samples], warm, spec, n) for n in args.time_n]
+        print(f"| {spec} | " + " | ".join(f"{x:.1f}x" for x in ratios) + " |")
 
 
 if __name__ == "__main__":
