@@ -56,7 +56,8 @@ def pressure(suspicion: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     the detectors, at least 1 exactly when some detector flags it (suspicion >= threshold),
     capped at :data:`PRESSURE_CAP`. A detector-aware attack searches for texts whose pressure
     stays below 1 (:mod:`robusteval.attacks.evasion`)."""
-    susp = np.atleast_2d(np.asarray(suspicion, dtype=float))
+    # a detector's suspicion is in [0, 1]; NaN (a detector that failed) counts as certain
+    susp = np.clip(np.nan_to_num(np.atleast_2d(np.asarray(suspicion, dtype=float)), nan=1.0), 0.0, 1.0)
     thr = np.atleast_2d(np.asarray(thresholds, dtype=float))
     with np.errstate(over="ignore"):  # a calibrated threshold can be tiny ("> 0"): the ratio is capped below
         ratio = np.where(thr > 0, susp / np.where(thr > 0, thr, 1.0), np.where(susp > 0, PRESSURE_CAP, 0.0))

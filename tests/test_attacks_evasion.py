@@ -205,7 +205,7 @@ def test_evasive_rows_replace_transfer_rows_and_slip_past_a_floor_guard(tmp_path
     assert [r["adversarial"] for r in read_jsonl(tmp_path / "a.jsonl")] == [r["adversarial"] for r in adaptive]
 
 
-def test_sanitize_policy_undoes_every_disguise(tmp_path) -> None:
+def test_sanitize_policy_leaves_nothing_to_disguise(tmp_path) -> None:
     samples = [S(i, RESPONSES[lang]) for i, lang in enumerate(sorted(RESPONSES))]
     guard = detectors.guard(Length(), detectors.resolve(["speaker_tag", "nonalnum"]), policy="sanitize")
     rows = list(run_attacks(samples, evasive(attack_registry.select(["speaker-tag-teacher"])), guard,
@@ -229,3 +229,51 @@ def test_r_plus_attacks_and_unguarded_victims_run_unchanged() -> None:
     assert r2.meta["evasion"] == {"applied": False, "reason": "no guard"} and r2.adversarial.startswith("teacher:")
     with pytest.raises(ValueError, match="needs a victim"):
         t.run(sample)
+
+
+class ExactFizz(Detector):
+    """Test detector: the share of tokens that are exactly the ASCII word 'fizz'."""
+
+    name: ClassVar[str] = "exact_fizz"
+    family: ClassVar[str] = "test"
+    default_threshold: ClassVar[float] = 0.5
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        return [{"suspicion": s.response.split().count("fizz") / max(len(s.response.split()), 1)} for s in samples]
+
+
+class SkeletonLikes(Likes):
+    """Test victim: Likes, reading Cyrillic lookalike letters as Latin (as a subword model may)."""
+
+    name = "skeleton-likes"
+
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        return super()._score([s.with_response(sanitize(s.response).text) for s in samples])
+
+
+def test_a_flagged_search_result_is_disguised_where_the_search_changed_it() -> None:
+    sample = S(1, "red green blue black")
+    pool = [sample, S(2, "red beta gamma black")]  # the R- search starts from this other reply
+    guard = detectors.guard(SkeletonLikes(), [ExactFizz()], policy="flag")  # scores unchanged, flags recorded
+    aware = Evasive(Swaps(goal="score-move", delta=100, max_ratio=0.5), weight=0.0)
+    aware.prepare(pool)
+    r = aware.run(sample, CachedVictim(guard), budget=200)
+    assert r.meta["undisguised"] == "fizz fizz gamma black"  # two changes allowed, both fizz; flagged (0.5)
+    ev = r.meta["evasion"]
+    assert ev["flagged_before"] and ev["evaded"] and ev["disguise"] == "lookalike-cyrillic"
+    # only what the search changed from its start text is disguised: "gamma" and "black" stay ASCII
+    assert r.adversarial.split()[2:] == ["gamma", "black"] and r.adversarial.split()[0] != "fizz"
+    assert r.victim_after is None and "goal_reached" not in r.meta  # the runner re-reads the score
+    assert r.meta["undisguised_search"]["goal_reached"] is False
+
+
+def test_a_zero_weight_penalty_changes_nothing() -> None:
+    sample = S(1, "red green blue black")
+    pool = [sample, S(2, "alpha beta gamma delta")]
+    guard = detectors.guard(Likes(), [HasZ()], policy="flag")
+    plain, aware = Swaps(goal="score-move", delta=100, max_ratio=1.0), Evasive(
+        Swaps(goal="score-move", delta=100, max_ratio=1.0), weight=0.0)
+    plain.prepare(pool)
+    aware.prepare(pool)
+    r0, r1 = plain.run(sample, CachedVictim(guard), budget=200), aware.run(sample, CachedVictim(guard), budget=200)
+    assert r1.meta.get("undisguised", r1.adversarial) == r0.adversarial

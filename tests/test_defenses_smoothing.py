@@ -15,7 +15,7 @@ from scipy import stats
 from robusteval import Sample, detectors, metrics
 from robusteval.defenses import certified_fraction, smooth
 from robusteval.defenses.certificate import bounds, delta, lower_order_bound, median_band, upper_order_bound
-from robusteval.defenses.perturbations import Mask, Synonym, load, substitution_set, units_of
+from robusteval.defenses.perturbations import Mask, Synonym, changed_units, load, substitution_set, units_of
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
 
@@ -186,8 +186,8 @@ def _random_substitution(text: str, k: int, rng: random.Random, within_sets: boo
 
 @pytest.mark.parametrize(("perturbation", "options", "metric", "within_sets", "min_informative"), [
     ("mask", {"rate": 0.9}, Hashy, False, 10),
-    # masking 60 %: Δ = 0.4 per changed word, so every certificate at radius >= 1 is [0, 100]
-    ("mask", {"rate": 0.6}, WordShare, False, 0),
+    # a share over the few unmasked words is noisy: most of its certificates span the whole range
+    ("mask", {"rate": 0.9}, WordShare, False, 3),
     ("synonym", {"rate": 1.0}, WordShare, True, 10),
 ])
 def test_certified_bounds_hold_for_random_attacks(perturbation: str, options: dict, metric: type,
@@ -206,6 +206,7 @@ def test_certified_bounds_hold_for_random_attacks(perturbation: str, options: di
             informative += cert.upper - cert.lower < 100.0
             for _ in range(8):
                 attacked = _random_substitution(t, radius, rng, within_sets)
+                assert (changed_units(t, attacked) or 0) <= radius
                 got = float(m.score([S(attacked, f"t{i}")])[0])
                 inside += cert.lower <= got <= cert.upper
                 total += 1
@@ -244,3 +245,46 @@ def test_certified_fraction_counts_radii_at_or_above() -> None:
     lo, hi = got["ci"]
     assert lo < 0.5 < hi
     assert certified_fraction([-1, 0], 0)["certified"] == 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 16, 33])
+def test_median_band_for_odd_and_even_n(n: int) -> None:
+    a, b = median_band(n, 0.05)
+    r, s = (n - 1) // 2 + 1, n // 2 + 1
+    # each side fails with probability alpha / 4 exactly at the band's edge
+    assert stats.binom.sf(r - 1, n, a) == pytest.approx(0.05 / 4, abs=1e-9)
+    assert stats.binom.cdf(s - 1, n, b) == pytest.approx(0.05 / 4, abs=1e-9)
+    assert a == pytest.approx(1 - b)
+
+
+def test_population_median_bounds_are_tighter_and_contain_the_median() -> None:
+    v = np.linspace(0, 100, 64)
+    lo_obs, hi_obs = bounds(v, [0.1], 1, 0.05)
+    lo_pop, hi_pop = bounds(v, [0.1], 1, 0.05, observed=False)
+    assert lo_obs <= lo_pop <= float(np.median(v)) <= hi_pop <= hi_obs
+
+
+def test_a_redrawn_word_takes_the_case_of_the_word_it_replaces() -> None:
+    syn = Synonym(rate=1.0)
+    rng = random.Random(0)
+    assert {syn.draw("MoVie", rng) for _ in range(60)} == {"Movie", "Film", "Pic"}
+    assert {syn.draw("MOVIE", rng) for _ in range(60)} == {"MOVIE", "FILM", "PIC"}
+    # "Film" for "MoVie" (the word's case) is covered: the same draws; a kept word is not redrawn
+    assert syn.unit_distance("MoVie") == 0.0
+    assert Synonym(rate=0.5).unit_distance("MoVie") == pytest.approx(0.5)
+
+
+def test_changed_units_needs_the_same_cut() -> None:
+    assert changed_units("the movie was good", "the film was good") == 1
+    assert changed_units("the movie was good", "the Film was good") == 1
+    assert changed_units("a well-known b", "a famous b") is None  # two units became one
+    assert changed_units("hi there.", "hi there!") is None  # punctuation is a separator
+    assert changed_units("我们去公园", "我们去公圆") == 1
+
+
+def test_smoothing_a_reject_guard_counts_refused_draws() -> None:
+    guarded = detectors.guard(WordShare(), ["speaker_tag"], policy="reject")
+    m = smooth(guarded, "mask", n=8, seed=0, rate=0.2)
+    got = m.score([S("teacher: the movie was good")])  # every draw keeping "teacher" is refused
+    assert 0.0 <= got[0] <= 100.0 and m.report()["fallbacks"]["refused_draw"] > 0
+    assert not hasattr(m, "details") and not hasattr(m, "policy")  # the guard's record is not ours

@@ -19,8 +19,9 @@ wraps any attack and makes it guard-aware when its victim is a guarded metric
    Imperceptible NLP Attacks", IEEE S&P: homoglyphs and invisible characters): Cyrillic or
    Greek lookalike letters (Unicode TS #39, :func:`robusteval.detectors.sanitize.lookalikes`),
    a zero-width space inside each added token, a full-width colon after a label, a changed
-   first letter case. Each variant is scored through the victim (it costs budget) and the
-   best-scoring variant the guard does not flag is kept.
+   first letter case. Each variant is scored through the guarded victim (it costs budget) and
+   the best-scoring one is kept -- the guarded score already carries the policy (a flagged
+   text floored, refused or penalized); among equal scores an unflagged variant wins.
 
 Only R- attacks are made evasive: they want a bad text scored high, so a guard that flags it
 stands in their way. For an R+ attack (a meaning-preserving rewrite the attacker wants scored
@@ -231,8 +232,11 @@ class Evasive(Attack):
         info.update({"flagged_before": bool(flag0), "pressure_before": round(float(p0), 6)})
         if not flag0:
             return result
-        room = (budget or 300) - (victim.model_calls - calls0)
-        variants = disguises(sample.response, result.adversarial, min(self.max_variants, max(room, 0)))
+        room = (budget or getattr(self.base, "default_budget", 300)) - (victim.model_calls - calls0)
+        # what the attack added: against its own starting text (an R- search starts from another
+        # sample's response, recorded in meta["start_text"])
+        start = result.meta.get("start_text") or sample.response
+        variants = disguises(start, result.adversarial, min(self.max_variants, max(room, 0)))
         info["variants"] = len(variants)
         if not variants:
             info["evaded"] = False
@@ -240,17 +244,24 @@ class Evasive(Attack):
         texts = [t for _, t in variants]
         scores = victim.score(sample, texts)
         press, flags = guard.pressure_of([sample.with_response(t) for t in texts])
-        # keep the best-scoring unflagged variant (ties: the lower pressure, then the first in
-        # DISGUISES order); none unflagged: a variant only if it scores higher than the text
-        pool = [(not bool(f), float(s), -float(p), -i) for i, (s, p, f) in enumerate(zip(scores, press, flags,
+        # the attacker wants the guarded score (which already carries the policy: floored, refused,
+        # penalized); among equal scores, an unflagged text, then lower pressure, then the first in
+        # DISGUISES order. A variant replaces the text only if it scores higher, or as high unflagged.
+        pool = [(float(s), not bool(f), -float(p), -i) for i, (s, p, f) in enumerate(zip(scores, press, flags,
                                                                                           strict=True))]
         best = max(pool)
-        if best[:2] > (False, score0):
+        if best[:2] > (score0, False):
             i = -best[3]
-            result.meta.setdefault("undisguised", result.adversarial)
+            result.meta["undisguised"] = result.adversarial
+            # a search's own verdicts describe the text before the disguise: kept apart
+            moved = {k: result.meta.pop(k) for k in ("goal_reached", "exhausted") if k in result.meta}
+            result.meta["undisguised_search"] = {**moved, "note": result.note} if moved else None
+            result.note = ""
             result.adversarial, result.victim_after = texts[i], None  # the runner reads its score (cached)
             info.update({"disguise": variants[i][0], "pressure_after": round(float(press[i]), 6)})
-        info["evaded"] = bool(best[0])
+            info["evaded"] = bool(best[1])
+        else:
+            info["evaded"] = False
         return result
 
     def describe(self) -> dict[str, Any]:

@@ -21,9 +21,13 @@ p-quantile. The smoothed score ``S_n(x)`` is the median of ``f`` over ``n`` seed
    ``Y_(l) <= h_p(x)`` with probability ``>= P(Bin(n, p) >= l)``, ``Y_(u) >= h_p(x)`` with
    probability ``>= BinomCDF(u-1; n, p)``; each side is given ``α/4``.
 
-Together (a union bound): with probability ``>= 1 - α``, for every ``x'`` within radius k,
-``S_n(x') in [Y_(l), Y_(u)]`` with ``l`` for ``p = a - Δ_k`` and ``u`` for ``p = b + Δ_k``; a
-side whose quantile leaves (0, 1) falls back to the score range (0 or 100).
+Together (a union bound): for any ``x'`` within radius k that is chosen independently of the
+seed, with probability ``>= 1 - α``, ``S_n(x') in [Y_(l), Y_(u)]`` with ``l`` for
+``p = a - Δ_k`` and ``u`` for ``p = b + Δ_k``; a side whose quantile leaves (0, 1) falls back to
+the score range (0 or 100). Step 3 is a separate event for each ``x'``: an attack that queries
+many texts is covered text by text, not all at once. ``observed=False`` certifies the smoothed
+*population* median ``h_1/2(x')`` instead (steps 2 and 4 only, ``α/2`` per side), which holds
+for every ``x'`` within radius k simultaneously.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ def _middle(n: int) -> tuple[int, int]:
 
 def median_band(n: int, alpha: float) -> tuple[float, float]:
     """(a, b): the observed median of n draws lies in ``[h_a, h_b]`` of its own distribution
-    with probability ``>= 1 - α/2`` (step 3; ``a`` is 0 when n is too small for any guarantee)."""
+    with probability ``>= 1 - α/2`` (step 3; with few draws a and b sit far from 1/2, and the
+    bounds of :func:`bounds` reach the ends of the score range)."""
     r, s = _middle(n)
     # the largest a with BinomCDF(r-1; n, a) >= 1 - α/4, i.e. BetaCDF(a; r, n-r+1) <= α/4
     a = float(stats.beta.ppf(alpha / 4, r, n - r + 1))
@@ -83,11 +88,16 @@ def upper_order_bound(values: np.ndarray, p: float, alpha: float) -> float:
     return float(np.sort(values)[int(ok.min()) - 1]) if len(ok) else SCORE_MAX
 
 
-def bounds(values: np.ndarray, distances: Sequence[float], radius: int, alpha: float) -> tuple[float, float]:
-    """(lower, upper) that, with probability ``>= 1 - α``, contain the smoothed score of every
-    text within ``radius`` changed units of the one whose draws scored ``values``."""
+def bounds(values: np.ndarray, distances: Sequence[float], radius: int, alpha: float,
+           observed: bool = True) -> tuple[float, float]:
+    """(lower, upper) for texts within ``radius`` changed units of the one whose draws scored
+    ``values``: with ``observed``, they contain the observed smoothed score of any such text
+    (chosen independently of the seed) with probability ``>= 1 - α``; without, the population
+    median of every such text at once (module docstring)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    a, b = median_band(len(values), alpha)
     d = delta(distances, radius)
+    if not observed:
+        return (lower_order_bound(values, 0.5 - d, alpha / 2), upper_order_bound(values, 0.5 + d, alpha / 2))
+    a, b = median_band(len(values), alpha)
     return (lower_order_bound(values, a - d, alpha / 4), upper_order_bound(values, b + d, alpha / 4))

@@ -1,7 +1,7 @@
 """Random perturbations of a response for randomized smoothing (:mod:`robusteval.defenses.smoothing`).
 
 A response is cut into *units* -- words, and single characters in scripts written without
-spaces (Han, Kana, Hangul, Thai, ...) -- and the separators between them are kept, so a
+spaces (Han, Kana, Thai, Lao, Khmer, Myanmar, Tibetan) -- and the separators between them are kept, so a
 perturbed text keeps its layout in every script. Each perturbation draws every unit
 independently, which is what makes a certificate possible: a unit's distribution depends only
 on the unit, so two texts that differ in k units have perturbation distributions whose total
@@ -18,6 +18,12 @@ variation is bounded by the k per-unit distances (:func:`robusteval.defenses.cer
   each unit is deleted (or replaced by ``token``) with probability ``rate``, in any script.
   Certifies *any* k-unit substitution: a unit that is masked looks the same whatever the
   attacker wrote there.
+
+A certificate covers texts that cut into the same units with the same separators, k of the
+units changed (:func:`changed_units`): replacing a word by two ("well-known" is two units),
+merging words or changing punctuation is outside it. The synonym sets are English: other
+Latin-script words that happen to be English words ("chat", "pain") get English sets, so for
+text in other languages use ``mask``.
 * ``char``: each letter of a word is, with probability ``rate``, deleted, doubled or swapped
   with its neighbour. Noise only: no certificate.
 """
@@ -68,7 +74,7 @@ def units_of(text: str) -> Units:
     sep_start = 0
     i = 0
     while i < len(text):
-        if not _is_unit_char(text, i):
+        if not word_char(text[i]):  # an apostrophe joins a word, it never starts one
             i += 1
             continue
         seps.append(text[sep_start:i])
@@ -87,6 +93,15 @@ def units_of(text: str) -> Units:
     seps.append(text[sep_start:])
     # units that touch have an empty separator between them
     return Units(tuple(units), tuple(seps))
+
+
+def changed_units(a: str, b: str) -> int | None:
+    """How many units ``b`` changed in ``a`` (case counts), or None when the two do not cut into
+    the same number of units with the same separators (outside any certificate)."""
+    ua, ub = units_of(a), units_of(b)
+    if ua.seps != ub.seps or len(ua.units) != len(ub.units):
+        return None
+    return sum(x != y for x, y in zip(ua.units, ub.units, strict=True))
 
 
 def _match_case(word: str, model: str) -> str:
@@ -213,24 +228,29 @@ class Synonym(Perturbation):
         options = self.options(unit)
         if len(options) == 1:
             return unit
-        pick = options[rng.randrange(len(options))]
-        return unit if pick == unit.lower() else _match_case(pick, unit)
+        return _match_case(options[rng.randrange(len(options))], unit)
 
     def distribution(self, unit: str) -> dict[str, float]:
-        """P(unit -> z), case-folded."""
+        """P(unit -> z) over the output strings (a redrawn word takes the unit's case)."""
         options = self.options(unit)
-        w = unit.lower()
-        out = {z: self.rate / len(options) for z in options}
-        out[w] = out.get(w, 0.0) + (1.0 - self.rate)
+        if len(options) == 1:
+            return {unit: 1.0}
+        out: dict[str, float] = {}
+        for z in options:
+            key = _match_case(z, unit)
+            out[key] = out.get(key, 0.0) + self.rate / len(options)
+        out[unit] = out.get(unit, 0.0) + (1.0 - self.rate)
         return out
 
     def unit_distance(self, unit: str) -> float:
+        """Worst case over the set's other members written in the unit's case ("Film" for
+        "Movie"): the substitutions the certificate covers."""
         p = self.distribution(unit)
         worst = 0.0
         for v in self.options(unit):
             if v == unit.lower():
                 continue
-            q = self.distribution(v)
+            q = self.distribution(_match_case(v, unit))
             tv = 0.5 * sum(abs(p.get(z, 0.0) - q.get(z, 0.0)) for z in set(p) | set(q))
             worst = max(worst, tv)
         return min(worst, 1.0)

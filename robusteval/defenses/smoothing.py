@@ -34,7 +34,7 @@ import numpy as np
 from robusteval.defenses import certificate
 from robusteval.defenses.perturbations import Perturbation, load, units_of
 from robusteval.errors import InputError
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, score_or_refuse
 from robusteval.text import check_sample_text, is_blank
 from robusteval.types import Sample
 
@@ -77,7 +77,9 @@ class SmoothedMetric(Metric):
         self.samples_scored = 0
 
     def __getattr__(self, item: str) -> Any:
-        if item == "metric":
+        # the base metric's settings show through; a guard's per-text record does not (it
+        # describes the draws, not the text this metric was asked about)
+        if item in ("metric", "details", "refused", "policy", "pressure_of", "screen"):
             raise AttributeError(item)
         return getattr(self.metric, item)
 
@@ -109,7 +111,10 @@ class SmoothedMetric(Metric):
                 if not is_blank(t) and (i, t) not in index:
                     index[(i, t)] = len(batch)
                     batch.append(s.with_response(t))
-        scored = np.asarray(self.metric.score(batch), dtype=float) if batch else np.zeros(0)
+        scored, refused = score_or_refuse(self.metric, batch) if batch else (np.zeros(0), np.zeros(0, dtype=bool))
+        if refused.any():  # a reject guard inside: a refused draw scores as a blank one, counted
+            scored = np.where(refused, self.metric.empty_score, scored)
+            self.fallbacks["refused_draw"] += int(refused.sum())
         self.draws_scored += len(batch)
         self.samples_scored += len(samples)
         out = np.empty((len(samples), self.n))
@@ -129,10 +134,7 @@ class SmoothedMetric(Metric):
         """Per unit of ``response``, the perturbation's worst-case distance (see certificate)."""
         return [self.perturbation.unit_distance(u) for u in units_of(response).units]
 
-    def certify(self, samples: Sequence[Sample], radius: int = 1) -> list[Certificate]:
-        """Per sample, bounds that with probability >= 1 - alpha contain the smoothed score of
-        every response within ``radius`` changed units (what the perturbation certifies:
-        ``self.perturbation.certifies``). Raises for a perturbation without a certificate."""
+    def _certifiable(self, samples: Sequence[Sample]) -> list[Sample]:
         if self.perturbation.certifies is None:
             raise ValueError(f"the {self.perturbation.name} perturbation has no certificate "
                              "(use synonym or mask)")
@@ -142,20 +144,30 @@ class SmoothedMetric(Metric):
             if is_blank(s.response):
                 raise InputError(s.id, "response", "empty or invisible-only response: nothing to certify")
             self.check_sample(s)
+        return samples
+
+    def certify(self, samples: Sequence[Sample], radius: int = 1, observed: bool = True) -> list[Certificate]:
+        """Per sample, bounds for every response within ``radius`` changed units (of the kind
+        ``self.perturbation.certifies``; same units and separators, see
+        :func:`~robusteval.defenses.perturbations.changed_units`). ``observed``: they contain the
+        observed smoothed score of any such response chosen independently of the seed with
+        probability >= 1 - alpha; ``observed=False``: the population median of all of them at
+        once. Raises for a perturbation without a certificate."""
+        samples = self._certifiable(samples)
         values = self.draw_scores(samples)
         out = []
         for s, v in zip(samples, values, strict=True):
             dist = self.unit_distances(s.response)
-            lo, hi = certificate.bounds(v, dist, radius, self.alpha)
+            lo, hi = certificate.bounds(v, dist, radius, self.alpha, observed=observed)
             out.append(Certificate(sample_id=s.id, score=float(np.median(v)), radius=radius, lower=lo, upper=hi,
                                    delta=certificate.delta(dist, radius), units=len(dist)))
         return out
 
     def certified_radius(self, samples: Sequence[Sample], tolerance: float, max_radius: int = 10) -> list[int]:
-        """Per sample, the largest radius (up to ``max_radius``) at which the certified bounds
-        stay within ``tolerance`` points of the smoothed score; -1 when even radius 0 does not
-        (too few draws for that tolerance)."""
-        samples = list(samples)
+        """Per sample, the largest radius (up to ``max_radius``) at which the certified bounds of
+        the observed score stay within ``tolerance`` points of the smoothed score; -1 when even
+        radius 0 does not (too few draws for that tolerance)."""
+        samples = self._certifiable(samples)
         values = self.draw_scores(samples)
         out = []
         for s, v in zip(samples, values, strict=True):
