@@ -4,7 +4,8 @@ Vasselli & Watanabe (Table 2, "previous utterance" and "previous-utterance prefi
 copying the last turn into the response fooled UniEval more than any other attack; robusteval
 measures the same against overlap-with-context metrics (BENCHMARKS.md §5: 94-100 % ASR).
 
-Features, on lower-cased word tokens (punctuation ignored): the share of the response's n-grams (n = 1..3, the
+Features, on word tokens of the texts' skeletons (case-folded, lookalike letters read as
+Latin, invisible characters dropped; punctuation ignored): the share of the response's n-grams (n = 1..3, the
 largest share kept per n; trigrams weigh most) found in the last utterance and in the whole
 context, and the longest common token substring with the last utterance relative to the
 response and to the last utterance. Suspicion is the largest of: trigram containment in the
@@ -21,6 +22,7 @@ import re
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
+from robusteval.detectors.sanitize import skeleton
 
 from robusteval.types import Sample
 
@@ -28,7 +30,9 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    """Word tokens of the text's :func:`~robusteval.detectors.sanitize.skeleton`: a copy
+    disguised with lookalike letters, zero-width spaces or case changes is still a copy."""
+    return _TOKEN.findall(skeleton(text))
 
 
 def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:

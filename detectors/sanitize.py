@@ -140,6 +140,20 @@ def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
     return "".join(fixed)
 
 
+def skeleton(text: str) -> str:
+    """A comparison key for text matching (Unicode TS #39's *skeleton*, restricted to the
+    Cyrillic and Greek letters robusteval knows): NFKC, invisible and format characters removed,
+    case folded, then every lookalike of a Latin letter mapped to it -- mixed-script or not.
+    Two texts that look the same get the same skeleton, so a detector that compares strings
+    (a copied turn, a known phrase) is not fooled by lookalike letters, a zero-width space or a
+    full-width form. Not for display: a Russian "сор" and an English "cop" share one."""
+    table = _to_latin()
+    norm = unicodedata.normalize("NFKC", text)
+    kept = (ch for ch in norm if ch in _KEEP or not (unicodedata.category(ch) in HIDDEN_CATEGORIES
+                                                      or (is_invisible(ch) and not ch.isspace())))
+    return "".join(table.get(ch, ch) for ch in "".join(kept).casefold())  # fold case first: "Н" and "н" agree
+
+
 def sanitize(text: str) -> Sanitized:
     """``text`` without role prefixes, invisible characters and mixed-script homoglyphs."""
     removed: dict[str, Any] = {}

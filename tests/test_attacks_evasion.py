@@ -277,3 +277,16 @@ def test_a_zero_weight_penalty_changes_nothing() -> None:
     aware.prepare(pool)
     r0, r1 = plain.run(sample, CachedVictim(guard), budget=200), aware.run(sample, CachedVictim(guard), budget=200)
     assert r1.meta.get("undisguised", r1.adversarial) == r0.adversarial
+
+
+@pytest.mark.parametrize("language", sorted(RESPONSES))
+def test_a_disguised_copy_of_the_last_turn_is_still_a_copy(language: str) -> None:
+    """The adaptive attack's finding (BENCHMARKS §9d): copying the previous turn with one word in
+    lookalike letters, a zero-width space or another case got past context_copy; it compares
+    skeletons now."""
+    det = detectors.load("context_copy")
+    turn = RESPONSES[language]
+    copy = Sample(id="c", task="dialogue", response=turn, context=("hi", turn))
+    for kind, text in disguises("", turn, limit=40):
+        s = copy.with_response(text)
+        assert det.detect([s])[0] == pytest.approx(det.detect([copy])[0]), (language, kind, text)
