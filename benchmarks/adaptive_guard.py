@@ -26,7 +26,7 @@ from typing import Any
 
 from robusteval import attacks, data, detectors, metrics
 from robusteval.asr import asr_table, by_direction
-from robusteval.attacks.evasion import evasive
+from robusteval.attacks.evasion import evasive, worth_rerunning
 from robusteval.attacks.runner import run_attacks
 from robusteval.compare.replay import replays
 from robusteval.data.select import select
@@ -97,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         guarded = detectors.guard(plain, dets, policy=policy, thresholds=args.thresholds)
         transfer = list(run_attacks(samples, replays(base_rows), guarded, out / policy / "transfer" / "results.jsonl",
                                     resume=args.resume, budget=args.budget, dataset=args.dataset))
-        names = [a.name for a in attacks.select(args.attacks, args.seed) if a.needs_victim or a.direction == "R-"]
-        aware = evasive(attacks.select(names, args.seed), weight=args.weight)
+        aware = evasive(worth_rerunning(attacks.select(args.attacks, args.seed)), weight=args.weight)
         adaptive = list(run_attacks(samples, aware, guarded, out / policy / "adaptive" / "results.jsonl",
                                     resume=args.resume, budget=args.budget, dataset=args.dataset))
         redone = {r["attack"] for r in adaptive}

@@ -9,6 +9,7 @@ import textwrap
 import time
 
 import numpy as np
+from toy import LengthMetric
 
 from robusteval import Sample, attacks
 from robusteval.asr import summarize
@@ -18,20 +19,6 @@ from robusteval.attacks.runner import run_attacks
 from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.base import Metric
 from robusteval.results import read_jsonl
-
-
-class LengthMetric(Metric):
-    """Test victim: longer responses score higher (capped at 100)."""
-
-    name = "length"
-
-    def __init__(self, delay: float = 0.0) -> None:
-        super().__init__()
-        self.delay = delay
-
-    def _score(self, samples):
-        time.sleep(self.delay * len(samples))
-        return np.array([min(100.0, 5.0 * len(s.response.split())) for s in samples])
 
 
 def make_samples(n: int) -> list[Sample]:

@@ -13,6 +13,7 @@ from robusteval.detectors.base import Detector
 from robusteval.detectors.guarded import pressure
 from robusteval.detectors.sanitize import sanitize
 from robusteval.detectors.speaker_tag import tag_score
+from toy import LengthMetric
 
 from robusteval import Sample, detectors
 from robusteval import attacks as attack_registry
@@ -24,14 +25,7 @@ from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.base import Metric
 from robusteval.results import read_jsonl
 
-
-class Length(Metric):
-    """Test victim: 5 points per whitespace token, capped at 100."""
-
-    name = "length"
-
-    def _score(self, samples: list[Sample]) -> np.ndarray:
-        return np.array([min(100.0, 5.0 * len(s.response.split())) for s in samples])
+Length = LengthMetric  # 5 points per token
 
 
 def S(i: int, text: str) -> Sample:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, ClassVar
 
@@ -10,18 +11,14 @@ import pytest
 from robusteval.detectors.base import Detector
 from robusteval.detectors.calibrate import calibrate, evaluate, threshold_for
 from robusteval.detectors.guarded import GuardRejection
+from toy import LengthMetric as ToyLength
 
 from robusteval import Sample, detectors, metrics
 from robusteval.attacks.victim import CachedVictim
 from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.metrics.base import Metric
 
-
-class LengthMetric(Metric):
-    name: ClassVar[str] = "length"
-
-    def _score(self, samples: list[Sample]) -> np.ndarray:
-        return np.array([min(100.0, 10.0 * len(s.response.split())) for s in samples])
+LengthMetric = functools.partial(ToyLength, per_word=10.0)
 
 
 class HasX(Detector):

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from toy import LengthMetric
 
 from robusteval import Sample, attacks
 from robusteval.asr import asr_table, counted, overall, summarize
@@ -19,13 +20,6 @@ from robusteval.errors import RunMismatchError
 from robusteval.metrics.base import Metric
 from robusteval.results import claim_folder, read_jsonl, run_fingerprint, score_summary, score_with_log
 from robusteval.stats import flag_rate, pct, proportion, wilson
-
-
-class LengthMetric(Metric):
-    name = "length"
-
-    def _score(self, samples):
-        return np.array([min(100.0, 5.0 * len(s.response.split())) for s in samples])
 
 
 class ConstantMetric(Metric):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, ClassVar
 
@@ -11,6 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from robusteval.detectors.base import Detector
 from robusteval.detectors.sanitize import sanitize
+from toy import LengthMetric
 
 from robusteval import Sample, detectors
 from robusteval import attacks as attack_registry
@@ -19,15 +21,9 @@ from robusteval.attacks.base import ResultRow
 from robusteval.attacks.runner import run_attacks
 from robusteval.attacks.victim import CachedVictim
 from robusteval.cli.main import main
-from robusteval.metrics.base import Metric
 from robusteval.results import read_jsonl
 
-
-class WordCount(Metric):
-    name: ClassVar[str] = "words"
-
-    def _score(self, samples: list[Sample]) -> np.ndarray:
-        return np.array([min(100.0, 10.0 * len(s.response.split())) for s in samples])
+WordCount = functools.partial(LengthMetric, per_word=10.0)
 
 
 class HasColon(Detector):

@@ -268,6 +268,12 @@ class Evasive(Attack):
         return {**self.base.describe(), "guard_aware": True, "source": self.source}
 
 
+def worth_rerunning(attacks: Sequence[Attack]) -> list[Attack]:
+    """The attacks a guard-aware rerun can change: those that query their victim (searches) and
+    those that lower quality (R-); a static R+ rewrite has nothing to evade."""
+    return [a for a in attacks if a.needs_victim or a.direction == "R-"]
+
+
 def evasive(attacks: Sequence[Attack], weight: float = 10.0, fluency: float = 0.0,
             max_variants: int = 12) -> list[Attack]:
     """Every attack of ``attacks`` wrapped in :class:`Evasive`."""

@@ -183,7 +183,9 @@ def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
 
     chosen = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
     if suite.adaptive is None:
-        return [a.name for a in chosen if a.needs_victim or a.direction == "R-"]
+        from robusteval.attacks.evasion import worth_rerunning
+
+        return [a.name for a in worth_rerunning(chosen)]
     extra = set(suite.adaptive) - {a.name for a in chosen}
     if extra:
         raise RobustevalError(f"suite {suite.name}: adaptive attacks {sorted(extra)} are not among its attacks")
