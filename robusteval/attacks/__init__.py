@@ -14,6 +14,7 @@ from robusteval.attacks import (  # noqa: F401  (registration)
     baselines,
     closed_ended,
     dialogue_rules,
+    judge,
     search,
     universal,
 )

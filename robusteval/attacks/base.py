@@ -12,6 +12,7 @@ import functools
 import random
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -162,6 +163,22 @@ class Attack(ABC):
                 "keeps": list(self.keeps), "needs_victim": self.needs_victim,
                 "needs_llm": self.needs_llm, "tasks": list(self.tasks),
                 "summary": (type(self).__doc__ or "").strip().splitlines()[0]}
+
+
+class OtherResponses:
+    """For R- attacks that start from another context's response (AdvEval's baselines, Chen et
+    al. 2024 §4): :meth:`prepare` (the runner calls it with the run's samples) keeps the pool,
+    :meth:`other_response` draws one of them, seeded per sample."""
+
+    pool: list[str]
+
+    def prepare(self, samples: Sequence[Sample]) -> None:
+        self.pool = [s.response for s in samples]
+
+    def other_response(self, sample: Sample, rng: random.Random) -> str | None:
+        """A response of another sample (None when the pool has no other response)."""
+        others = [r for r in getattr(self, "pool", []) if r != sample.response]
+        return rng.choice(others) if others else None
 
 
 class Perturbation(Attack):

@@ -154,11 +154,12 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                          **(fingerprint or {}))
     log = JsonlLog(out_path, key="key", resume=resume, fingerprint=fp)
     fit_on = list(fit_on) if fit_on is not None else list(samples[:fit_size])
+    for attack in attacks:  # before fitting: a universal phrase fits on other responses
+        if hasattr(attack, "prepare"):
+            attack.prepare(samples)  # type: ignore[attr-defined]
     fitted = fit_attacks(attacks, fit_on, victim, Path(out_path).with_name("fitted.json"))
     fitting_ids = {sid for state in fitted.values() for sid in state.get("fitted_on", [])}
     for attack in attacks:
-        if hasattr(attack, "prepare"):
-            attack.prepare(samples)  # type: ignore[attr-defined]
         if isinstance(getattr(attack, "criteria", None), Criteria):
             attack.criteria = criteria  # type: ignore[attr-defined]  # AdvEval stops at the run's criterion
     total = len(samples) * len(attacks)

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robusteval.attacks.base import Attack, AttackResult
+from robusteval.attacks.base import Attack, AttackResult, OtherResponses
 from robusteval.attacks.constraints import USE_THRESHOLD, SamePOS, SentenceSimilarity
 from robusteval.attacks.registry import register_attack
 from robusteval.types import Sample
@@ -205,7 +205,7 @@ class MaskedLMCandidates:
         return out
 
 
-class _WordSearch(Attack):
+class _WordSearch(OtherResponses, Attack):
     family: ClassVar[str] = "word-search"
     needs_victim: ClassVar[bool] = True
 
@@ -249,15 +249,9 @@ class _WordSearch(Attack):
     def _penalties(self, sample: Sample, texts: list[str]) -> np.ndarray:
         return np.zeros(len(texts)) if self.penalty is None else np.asarray(self.penalty(sample, texts), dtype=float)
 
-    def prepare(self, samples: Sequence[Sample]) -> None:
-        """R- attacks start from another sample's response: keep the pool of responses."""
-        self.pool = [s.response for s in samples]
-
     def start_text(self, sample: Sample, rng: random.Random) -> str | None:
-        if self.direction == "R+":
-            return sample.response
-        others = [r for r in self.pool if r != sample.response]
-        return rng.choice(others) if others else None
+        """R+ starts from the response itself, R- from another sample's response."""
+        return sample.response if self.direction == "R+" else self.other_response(sample, rng)
 
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         from robusteval.paths import ensure_nltk_data_path
