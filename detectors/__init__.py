@@ -22,6 +22,7 @@ __all__ = ["DETECTORS", "Detector", "guard", "info", "load", "names", "register_
 
 def _import_all() -> None:
     from robusteval.detectors import (  # noqa: F401  (registration)
+        committee,
         context_copy,
         gec,
         generic,

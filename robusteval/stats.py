@@ -4,7 +4,8 @@
   when every trial is independent, a percentile bootstrap over *clusters* (resampling whole
   contexts) when several trials share one, since rows of the same context are not independent.
   Attack success rates (:mod:`robusteval.asr`), false-positive and detection rates
-  (:func:`flag_rate`) and the guard's flagged share all go through it.
+  (:func:`flag_rate`), the guard's flagged share and judges' flip rates (:func:`flip_rate`)
+  all go through it.
 * :func:`mean_ci` — a mean (e.g. the paired score drop an attack causes, Hu et al.'s Table 21
   statistic) with a percentile bootstrap interval over clusters.
 * :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap,
@@ -114,6 +115,14 @@ def flag_rate(flags: Sequence[bool] | np.ndarray, clusters: Sequence[Hashable] |
     """A false-positive (clean text) or detection (attacked text) rate: flagged / n with its
     interval. The one function behind every FPR and detection rate robusteval reports."""
     return proportion(np.asarray(flags, dtype=bool).tolist(), clusters, names=("flagged", "rate"))
+
+
+def flip_rate(flips: Sequence[bool] | np.ndarray, clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:
+    """How often a judge's verdict changed under a change that should not matter (the two
+    answers swapped, the rubric reworded): ``{"flips", "n", "rate", "ci", "ci_method"}``,
+    flipped / compared with its interval. The one function behind every flip rate
+    (:func:`robusteval.metrics.pairwise.position_flips`, ``rubric_flips``)."""
+    return proportion(np.asarray(flips, dtype=bool).tolist(), clusters, names=("flips", "rate"))
 
 
 def pct(p: dict[str, Any] | None, digits: int = 1) -> str:

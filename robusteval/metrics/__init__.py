@@ -19,9 +19,11 @@ def _import_all() -> None:
     # Heavy modules register lazily on first listing / lookup; their imports are local.
     from robusteval.metrics import (  # noqa: F401
         bertscore,
+        committee,
         cross_encoder,
         dialogrpt,
         llm_judge,
+        pairwise,
         unieval,
     )
 

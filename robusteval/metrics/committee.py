@@ -1,0 +1,196 @@
+"""``committee``: a jury of judges -- the median score, and a disagreement flag.
+
+A single LLM judge has one prompt template and one model to fool; an attack tuned to it (a
+universal phrase, a self-awarded score, a template-specific trigger) rarely moves differently
+prompted or different judges the same way. Verga et al. 2024 ("Replacing Judges with Juries:
+Evaluating LLM Generations with a Panel of Diverse Models", PoLL) find a panel of smaller,
+diverse judges agrees better with people than one large judge and shows less intra-model bias;
+issue 16 cites multi-model committees cutting attack success to 10-19 %. Two defenses follow:
+
+* the score is the **median** of the members' 0-100 scores, so one fooled member cannot move
+  it past the others;
+* the members' **disagreement** (``spread``: ``range`` = max - min, or ``mad`` = the median
+  absolute deviation from the median, robust to one outlier in larger committees) marks the
+  samples where the jury is split. ``on_disagreement="median"`` just reports it
+  (:meth:`Committee.details`, :meth:`Committee.disagreement`); ``"abstain"`` scores a sample
+  whose spread reaches ``threshold`` at ``abstain_score`` (default 0, a conservative floor: a
+  text the jury cannot agree on earns nothing) and counts it in ``report()["fallbacks"]
+  ["abstained"]``. The ``committee`` detector (``robusteval.detectors.committee``) turns the
+  same spread into a suspicion, so a guard can flag or floor on disagreement.
+
+Members are any metrics: a name (``"rougeL"``), a ``{"name": ..., "options": {...}}`` dict,
+a dict of LLM-judge options (``{"template": "adveval-dialogue", "backend": "openai:gpt-4o"}``:
+several templates and/or models), or a metric object.
+
+    >>> from robusteval import metrics
+    >>> jury = metrics.load("committee", members=[  # doctest: +SKIP
+    ...     {"template": "geval"}, {"template": "adveval-dialogue"},
+    ...     {"template": "geval", "backend": "openai:gpt-4o-mini"}],
+    ...     on_disagreement="abstain")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from robusteval.errors import InputError
+from robusteval.metrics.base import Metric
+from robusteval.metrics.registry import register_metric
+from robusteval.text import check_sample_text, is_blank
+from robusteval.types import Sample
+
+SPREADS = ("range", "mad")
+SPREAD_MAX = {"range": 100.0, "mad": 50.0}  # the largest spread 0-100 scores can have
+DEFAULT_THRESHOLD = 0.3  # of SPREAD_MAX: a 30-point range, a 15-point MAD
+ON_DISAGREEMENT = ("median", "abstain")
+
+
+def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
+    """Per sample (column), how far the members (rows) are apart: ``range`` (max - min) or
+    ``mad`` (median absolute deviation from the median)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if kind == "range":
+        return scores.max(axis=0) - scores.min(axis=0)
+    if kind == "mad":
+        return np.median(np.abs(scores - np.median(scores, axis=0)), axis=0)
+    raise ValueError(f"spread must be one of {SPREADS}, got {kind!r}")
+
+
+def build_member(spec: Any) -> Any:
+    """A member metric from a name, a ``{name, options}`` dict, a dict of LLM-judge options,
+    or an object with ``score``."""
+    from robusteval import metrics
+
+    if callable(getattr(spec, "score", None)):
+        return spec
+    if isinstance(spec, str):
+        return metrics.load(spec)
+    if isinstance(spec, dict):
+        if "name" in spec:
+            extra = {k: v for k, v in spec.items() if k not in ("name", "options")}
+            return metrics.load(str(spec["name"]), **{**(spec.get("options") or {}), **extra})
+        return metrics.load("llm-judge", **spec)
+    raise TypeError(f"a committee member is a metric name, a {{name, options}} dict, a dict of llm-judge "
+                    f"options or a metric object, got {spec!r}")
+
+
+def member_label(i: int, member: Any) -> str:
+    """``"1:llm-judge/geval"``: position, name and (for a judge) template."""
+    template = getattr(member, "template_name", None)
+    return f"{i}:{getattr(member, 'name', type(member).__name__)}" + (f"/{template}" if template else "")
+
+
+@register_metric("committee", family="defense",
+                 source="Verga et al. 2024 (Replacing Judges with Juries, PoLL); issue 16: multi-model "
+                        "committees cut ASR to 10-19 %")
+class Committee(Metric):
+    """The median of several metrics' scores, with their disagreement (module docstring).
+
+    Options: ``members`` (at least two), ``spread`` (``range`` or ``mad``), ``threshold``
+    (the spread in points at or above which the jury disagrees; default 30 for ``range``, 15
+    for ``mad``: calibrate it on clean data), ``on_disagreement`` (``median`` or
+    ``abstain``), ``abstain_score`` (default 0)."""
+
+    name: ClassVar[str] = "committee"
+
+    def __init__(self, members: Sequence[Any], spread: str = "range", threshold: float | None = None,
+                 on_disagreement: str = "median", abstain_score: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(members, str | dict) or len(members) < 2:
+            raise ValueError("a committee needs a list of at least two members")
+        if spread not in SPREADS:
+            raise ValueError(f"spread must be one of {SPREADS}, got {spread!r}")
+        if on_disagreement not in ON_DISAGREEMENT:
+            raise ValueError(f"on_disagreement must be one of {ON_DISAGREEMENT}, got {on_disagreement!r}")
+        if threshold is None:
+            threshold = DEFAULT_THRESHOLD * SPREAD_MAX[spread]
+        if not 0.0 <= float(threshold) <= SPREAD_MAX[spread]:
+            raise ValueError(f"threshold must be within [0, {SPREAD_MAX[spread]:g}] for spread={spread}")
+        if not 0.0 <= float(abstain_score) <= 100.0:
+            raise ValueError("abstain_score must be within [0, 100]")
+        self.members = [build_member(m) for m in members]
+        self.labels = [member_label(i, m) for i, m in enumerate(self.members)]
+        self.spread, self.threshold = spread, float(threshold)
+        self.on_disagreement, self.abstain_score = on_disagreement, float(abstain_score)
+        self.requires_reference = any(getattr(m, "requires_reference", False) for m in self.members)  # type: ignore[misc]
+        tasks = [set(getattr(m, "tasks", ())) for m in self.members if getattr(m, "tasks", None)]
+        if tasks:
+            self.tasks = tuple(t for t in self.tasks if all(t in s for s in tasks))  # type: ignore[misc]
+
+    def check_sample(self, sample: Sample) -> None:
+        for m in self.members:
+            check = getattr(m, "check_sample", None)
+            if callable(check):
+                check(sample)
+
+    def member_scores(self, samples: Sequence[Sample]) -> np.ndarray:
+        """Members x samples matrix of 0-100 scores (samples checked as :meth:`score` does;
+        a blank response is an error here: there is nothing to judge)."""
+        samples = list(samples)
+        for s in samples:
+            check_sample_text(s)
+            if is_blank(s.response):
+                raise InputError(s.id, "response", f"{self.name} cannot judge an empty response")
+            self.check_sample(s)
+        return self._matrix(samples)
+
+    def _matrix(self, samples: list[Sample]) -> np.ndarray:
+        rows = []
+        for label, m in zip(self.labels, self.members, strict=True):
+            got = np.asarray(m.score(samples), dtype=np.float64)
+            if got.shape != (len(samples),) or not np.all(np.isfinite(got)):
+                raise InputError(samples[0].id if samples else "?", "response",
+                                 f"committee member {label} returned no finite score per sample")
+            rows.append(got)
+        return np.vstack(rows)
+
+    def disagreement(self, samples: Sequence[Sample]) -> list[float]:
+        """The members' spread per sample (points on 0-100; see ``spread``)."""
+        return [float(x) for x in spread(self.member_scores(samples), self.spread)]
+
+    def details(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+        """Per sample: each member's score, the median, the spread, whether the jury disagrees
+        and the committee's score (the abstain score where it abstains)."""
+        samples = list(samples)
+        matrix = self.member_scores(samples)
+        med, spr = np.median(matrix, axis=0), spread(matrix, self.spread)
+        out = []
+        for j, s in enumerate(samples):
+            split = bool(spr[j] >= self.threshold)
+            abstain = split and self.on_disagreement == "abstain"
+            out.append({"id": s.id, "members": dict(zip(self.labels, matrix[:, j].tolist(), strict=True)),
+                        "median": float(med[j]), "spread": float(spr[j]), "disagree": split,
+                        "score": self.abstain_score if abstain else float(med[j])})
+        return out
+
+    def _score(self, samples: list[Sample]) -> np.ndarray:
+        matrix = self._matrix(samples)
+        out = np.median(matrix, axis=0)
+        split = spread(matrix, self.spread) >= self.threshold
+        if split.any():
+            self.fallbacks["disagreed"] += int(split.sum())
+            if self.on_disagreement == "abstain":
+                self.fallbacks["abstained"] += int(split.sum())
+                out[split] = self.abstain_score
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """Counters (``disagreed``, ``abstained``...) plus each member's own report."""
+        members = [m.report() if callable(getattr(m, "report", None)) else {"metric": label}
+                   for label, m in zip(self.labels, self.members, strict=True)]
+        return {**super().report(), "members": members}
+
+    def jury_signature(self) -> str:
+        """The members' settings and the spread: what the disagreement values depend on."""
+        parts = []
+        for label, m in zip(self.labels, self.members, strict=True):
+            sig = m.signature() if callable(getattr(m, "signature", None)) else ""
+            parts.append(f"{label}({sig})")
+        return f"members=[{'; '.join(parts)}]|spread={self.spread}"
+
+    def signature(self) -> str:
+        return (f"{self.jury_signature()}|threshold={self.threshold:g}|on_disagreement={self.on_disagreement}"
+                + (f"|abstain={self.abstain_score:g}" if self.on_disagreement == "abstain" else ""))

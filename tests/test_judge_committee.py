@@ -1,0 +1,102 @@
+"""The committee metric and detector (issue 16, item 3): median of the members, their
+disagreement, abstention counted, and a guard that flags on disagreement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from toy import LengthMetric, ScriptedLLM
+
+from robusteval import Sample, detectors, metrics
+from robusteval.errors import InputError
+from robusteval.metrics.committee import Committee, spread
+from robusteval.metrics.llm_judge import LLMJudge
+
+ONE = Sample(id="one", task="dialogue", response="fine", context=("Hi",), reference="fine thanks")
+TWO = Sample(id="two", task="dialogue", response="fine thanks", context=("Hi",), reference="fine thanks")
+
+
+def jury(**options) -> Committee:
+    """Three length judges at 5, 10 and 20 points per word: one word -> 5, 10, 20 (range 15);
+    two words -> 10, 20, 40 (median 20, range 30, MAD 10)."""
+    return Committee([LengthMetric(per_word=5), LengthMetric(per_word=10), LengthMetric(per_word=20)], **options)
+
+
+def test_median_and_spread() -> None:
+    assert jury().score([ONE, TWO]).tolist() == [10.0, 20.0]
+    assert jury().disagreement([ONE, TWO]) == [15.0, 30.0]
+    assert jury(spread="mad").disagreement([ONE, TWO]) == [5.0, 10.0]
+    assert spread(np.array([[0.0, 50.0], [100.0, 50.0]]), "range").tolist() == [100.0, 0.0]
+
+
+def test_disagreement_is_reported_or_abstained_and_counted() -> None:
+    median = jury()
+    assert median.score([ONE, TWO]).tolist() == [10.0, 20.0]  # reported only
+    assert median.report()["fallbacks"] == {"disagreed": 1}
+    abstain = jury(on_disagreement="abstain")
+    assert abstain.score([ONE, TWO, TWO]).tolist() == [10.0, 0.0, 0.0]  # range 30 >= threshold 30
+    assert abstain.report()["fallbacks"] == {"disagreed": 2, "abstained": 2}
+    floor = jury(on_disagreement="abstain", abstain_score=25.0, threshold=40.0)
+    assert floor.score([ONE, TWO]).tolist() == [10.0, 20.0] and floor.report()["fallbacks"] == {}
+    assert jury(on_disagreement="abstain", threshold=15.0).score([ONE]).tolist() == [0.0]
+
+
+def test_details_per_sample() -> None:
+    rows = jury(on_disagreement="abstain").details([ONE, TWO])
+    assert rows[1] == {"id": "two", "members": {"0:length": 10.0, "1:length": 20.0, "2:length": 40.0},
+                       "median": 20.0, "spread": 30.0, "disagree": True, "score": 0.0}
+    assert rows[0]["disagree"] is False and rows[0]["score"] == 10.0
+
+
+def test_members_from_specs_several_templates_and_backends() -> None:
+    low, high = ScriptedLLM(answer=lambda p: "Score: 20"), ScriptedLLM(answer=lambda p: "Score: 90")
+    committee = metrics.load("committee", members=[
+        {"template": "adveval-dialogue", "backend": low},                          # llm-judge options
+        {"name": "llm-judge", "options": {"template": "adveval-dialogue", "backend": high}},
+        {"name": "llm-judge", "template": "adveval-summary", "backend": high},      # options inline
+        "rouge1",                                                                   # a metric name
+    ], on_disagreement="abstain", abstain_score=5.0)
+    assert [type(m).__name__ for m in committee.members][:3] == ["LLMJudge"] * 3
+    assert committee.labels[0] == "0:llm-judge/adveval-dialogue" and committee.labels[3] == "3:rouge1"
+    assert committee.requires_reference
+    rows = committee.details([TWO])
+    assert rows[0]["members"]["0:llm-judge/adveval-dialogue"] == 20.0 and rows[0]["spread"] == 80.0
+    assert committee.score([TWO])[0] == 5.0 and committee.report()["fallbacks"]["abstained"] == 1
+    assert len(committee.report()["members"]) == 4 and "isolation=" in committee.signature()
+    with pytest.raises(InputError, match=r"sample 'n', field 'reference'"):
+        committee.score([Sample(id="n", task="dialogue", response="x", context=("Hi",))])
+
+
+def test_bad_configurations_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least two"):
+        Committee([LengthMetric()])
+    with pytest.raises(ValueError, match="on_disagreement"):
+        jury(on_disagreement="vote")
+    with pytest.raises(ValueError, match="threshold"):
+        jury(spread="mad", threshold=60.0)
+    with pytest.raises(TypeError, match="committee member"):
+        Committee([LengthMetric(), 3])
+
+
+# -- the detector ---------------------------------------------------------------------------
+def test_detector_suspicion_is_the_normalized_spread() -> None:
+    det = detectors.load("committee", committee=jury())
+    assert det.detect([ONE, TWO]).tolist() == [0.15, 0.3]
+    assert det.flags([ONE, TWO]).tolist() == [False, True] and det.threshold == pytest.approx(0.3)
+    assert detectors.load("committee", committee=jury(threshold=20.0)).threshold == pytest.approx(0.2)
+    mad = detectors.load("committee", committee=jury(spread="mad"))
+    assert mad.detect([TWO]).tolist() == [0.2] and mad.threshold == pytest.approx(0.3)
+    assert det.analyze([TWO])[0]["members"] == {"0:length": 10.0, "1:length": 20.0, "2:length": 40.0}
+    assert "committee" not in detectors.names()  # needs members: not a default detector
+    with pytest.raises(ValueError, match="members"):
+        detectors.load("committee")
+
+
+def test_guard_config_builds_the_detector_from_member_specs() -> None:
+    a, b = ScriptedLLM(answer=lambda p: "Score: 30"), ScriptedLLM(answer=lambda p: "Score: 90")
+    spec = {"name": "committee", "options": {"members": [{"template": "adveval-dialogue", "backend": a},
+                                                         {"template": "adveval-dialogue", "backend": b}]}}
+    (det,) = detectors.resolve([spec])
+    assert det.detect([ONE])[0] == pytest.approx(0.6)
+    guarded = detectors.guard(LLMJudge(backend=a, template="adveval-dialogue"), [spec], policy="floor")
+    assert guarded.score([ONE])[0] == 0.0  # the jury splits by 60 points: floored
