@@ -350,3 +350,17 @@ class InjectionSearchPPL(InjectionSearch):
 
     name: ClassVar[str] = "judge-injection-search-ppl"
     default_ppl_weight: ClassVar[float] = 5.0
+
+
+@register_attack
+class TransferredPhrase(UniversalPhrase):
+    """A universal phrase found against another judge (``phrase=``), applied unchanged."""
+
+    name: ClassVar[str] = "judge-universal-phrase-transfer"
+
+    def fit(self, samples: Sequence[Sample], victim: Any) -> str:
+        """Nothing to search: the phrase comes from the surrogate (Raina et al.'s transfer)."""
+        if not self.fixed:
+            raise ValueError(f"{self.name} applies a phrase found elsewhere: pass phrase= (the surrogate's "
+                             "fitted judge-universal-phrase)")
+        return self.require()

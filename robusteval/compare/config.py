@@ -122,6 +122,8 @@ class SuiteSpec:
     evasion: dict[str, float] = field(default_factory=dict)
     attack_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     correlation: list[str] = field(default_factory=list)
+    # pairwise-judge invariance checks (robusteval.compare.judges): margin, rubric_template
+    judges: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -175,6 +177,21 @@ def _evasion(value: Any, where: str) -> dict[str, float]:
     return out
 
 
+def _judges(value: Any, where: str) -> dict[str, Any]:
+    """``judges: {margin: 0.05, rubric_template: pairwise-reworded}`` (``rubric_template: null``
+    skips the rubric check)."""
+    block = _mapping(value, where)
+    _check_keys(block, {"margin", "rubric_template"}, where)
+    if "margin" in block:
+        try:
+            block["margin"] = float(block["margin"])
+        except (TypeError, ValueError):
+            raise RobustevalError(f"compare config: {where}.margin must be a number") from None
+        if not 0.0 <= block["margin"] < 0.5:
+            raise RobustevalError(f"compare config: {where}.margin must be in [0, 0.5)")
+    return block
+
+
 def _smoothing(value: Any) -> SmoothingSpec | None:
     if value is None:
         return None
@@ -216,7 +233,7 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
         where = f"suites[{i}]"
         s = _mapping(s, where)
         _check_keys(s, {"name", "dataset", "attacks", "victims", "select", "select_aspect", "limit", "split",
-                        "adaptive", "evasion", "attack_options", "correlation"}, where)
+                        "adaptive", "evasion", "attack_options", "correlation", "judges"}, where)
         for need in ("name", "dataset", "attacks", "victims"):
             if not s.get(need):
                 raise RobustevalError(f"compare config: {where}.{need} is required")
@@ -259,7 +276,8 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
             adaptive=None if s.get("adaptive") is None else _strings(s["adaptive"], f"{where}.adaptive"),
             evasion=_evasion(s.get("evasion"), f"{where}.evasion"),
             attack_options=_mapping(s.get("attack_options"), f"{where}.attack_options"),
-            correlation=_strings(s.get("correlation") or [s["dataset"]], f"{where}.correlation")))
+            correlation=_strings(s.get("correlation") or [s["dataset"]], f"{where}.correlation"),
+            judges=_judges(s.get("judges"), f"{where}.judges")))
     if not suites:
         raise RobustevalError("compare config: suites: [...] is required")
     names = [s.name for s in suites]

@@ -38,6 +38,7 @@ from robusteval.compare.guarding import (
     false_positive_rates,
     roc,
 )
+from robusteval.compare.judges import flip_checks, phrase_transfer
 from robusteval.errors import InputError, RobustevalError
 from robusteval.types import Sample
 
@@ -194,9 +195,9 @@ def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
 
 def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, dets: list[Any],
                thresholds: str, adaptive_names: list[str], out: Path, resume: bool,
-               data_dir: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The victim's report entry, and the guarded variant's transfer rows (their detector
-    suspicions of the adversarial texts feed the suite's ROC curves)."""
+               data_dir: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
+    """The victim's report entry, the guarded variant's transfer rows (their detector
+    suspicions of the adversarial texts feed the suite's ROC curves) and the plain metric."""
     from robusteval import attacks, detectors, metrics
     from robusteval.attacks.evasion import evasive
     from robusteval.attacks.runner import run_attacks
@@ -283,7 +284,10 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         result["training"] = training_summary(training, out)
         result["generalization"] = generalization(victim, suite, sd, cfg, rows, family_models, out, resume)
         result["ablation"] = ablation(suite, sd, cfg, rows, ablation_models, training, out, resume)
-    return result, rows["guarded"]["transfer"]
+    flips = flip_checks(models["plain"], sd.test, suite.judges)
+    if flips is not None:
+        result["judge_flips"] = flips
+    return result, rows["guarded"]["transfer"], models["plain"]
 
 
 def certified(metric: Any, samples: Sequence[Sample], cfg: CompareConfig) -> dict[str, Any]:
@@ -426,18 +430,22 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
         adaptive = adaptive_attacks(suite, cfg)
         victims: dict[str, Any] = {}
         guarded_rows: list[dict[str, Any]] = []
+        plain: dict[str, Any] = {}
+        dirs: dict[str, Path] = {}
         for victim in suite.victims:
-            vout = out / slug(suite.name) / slug(victim.label)
-            victims[victim.label], transfer = run_victim(victim, suite, sd, cfg, dets, thresholds, adaptive, vout,
-                                                         resume, data_dir)
+            vout = dirs[victim.label] = out / slug(suite.name) / slug(victim.label)
+            victims[victim.label], transfer, plain[victim.label] = run_victim(
+                victim, suite, sd, cfg, dets, thresholds, adaptive, vout, resume, data_dir)
             guarded_rows = guarded_rows or transfer  # the first victim's adversarial texts make the ROC positives
+        phrase = phrase_transfer(sd.test, plain, dirs, out / slug(suite.name) / "phrase-transfer", resume,
+                                 cfg.budget, suite.dataset, cfg.criteria, cfg.seed) if len(plain) > 1 else {}
         adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
         guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
                                              "threshold": float(d.threshold)} for d in dets}
         suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
-                              "victims": victims}
+                              "victims": victims, **({"phrase_transfer": phrase} if phrase else {})}
     return _rounded({"schema": "robusteval.compare/2", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
                      "criteria": cfg.criteria.describe(),
                      "variants": list(VARIANTS), "guard": guard, "suites": suites})

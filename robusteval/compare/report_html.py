@@ -12,9 +12,11 @@ from robusteval.compare.report_md import (
     ADAPTIVE,
     CERTIFIED,
     FLAGGED,
+    FLIPS,
     GATE,
     HEADLINE,
     LABEL,
+    TRANSFER,
     ablation_rows,
     adaptive_rows,
     asr_rows,
@@ -22,10 +24,12 @@ from robusteval.compare.report_md import (
     certified_rows,
     correlation_rows,
     flagged_rows,
+    flip_rows,
     fpr_rows,
     gate_rows,
     headline_rows,
     pct,
+    transfer_rows,
 )
 
 CSS = """
@@ -130,6 +134,14 @@ def render(report: dict[str, Any]) -> str:
             if gate:
                 parts.append("<h4>Adversarial rounds and the validation gate (round 0 = the base)</h4>")
                 parts.append(table(GATE, gate, "gate"))
+        fr = flip_rows(suite)
+        if fr:
+            parts.append("<h3>Judges: verdict flips (pairwise judges)</h3>")
+            parts.append(table(FLIPS, fr, "flips"))
+        tr = transfer_rows(suite)
+        if tr:
+            parts.append("<h3>Judges: universal-phrase transfer (Raina et al. 2024)</h3>")
+            parts.append(table(TRANSFER, tr, "transfer"))
     g = report["guard"]
     parts.append("<h2>Guard</h2>")
     parts.append(f"<p>Detectors {esc(', '.join(g['detectors']))}; policy <code>{esc(g['policy'])}</code>; "

@@ -187,6 +187,31 @@ def flagged_rows(victim: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+FLIPS = ["victim", "check", "flips / n", "flip rate % [95% CI]"]
+TRANSFER = ["surrogate (phrase fitted on)", "target", "phrase", "ASR % [95% CI] (fooled/attacked)"]
+
+
+def flip_rows(suite: dict[str, Any]) -> list[list[str]]:
+    """Position and rubric flip rates of the suite's pairwise judges (robusteval.compare.judges)."""
+    rows = []
+    for vname, victim in suite["victims"].items():
+        for check, rec in (victim.get("judge_flips") or {}).items():
+            label = f"rubric reworded ({rec['template']})" if check == "rubric" else "answers swapped"
+            rows.append([vname, label, f"{rec['flips']}/{rec['n']}", pct_ci(rec)])
+    return rows
+
+
+def transfer_rows(suite: dict[str, Any]) -> list[list[str]]:
+    """ASR of each victim's universal phrase on the other victims."""
+    rows = []
+    for source, targets in (suite.get("phrase_transfer") or {}).items():
+        for target, rec in targets.items():
+            a = rec.get("asr")
+            rows.append([source, target, f"`{rec['phrase']}`",
+                         f"{pct_ci(a)} ({a['successes']}/{a['n']})" if a and a.get("n") else "–"])
+    return rows
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# robusteval comparison: {report['name']}", "",
              "Attack success rate (ASR) = fooled / attacked, with a 95 % interval (Wilson, or a bootstrap over "
@@ -235,6 +260,12 @@ def markdown(report: dict[str, Any]) -> str:
                           "(training attacks on the validation contexts). A round is kept only if its Spearman is "
                           "within the tolerance of the base's and its objective (Spearman - weight x ASR) is the "
                           "best; a model whose kept round is 0 is the base.", "", *table(GATE, gate), ""]
+        fr = flip_rows(suite)
+        if fr:
+            lines += ["### Judges: verdict flips (pairwise judges)", "", *table(FLIPS, fr), ""]
+        tr = transfer_rows(suite)
+        if tr:
+            lines += ["### Judges: universal-phrase transfer (Raina et al. 2024)", "", *table(TRANSFER, tr), ""]
     g = report["guard"]
     lines += ["## Guard", "", f"Detectors: {', '.join(g['detectors'])}; policy `{g['policy']}`; thresholds from "
               f"`{g['thresholds_file']}`.", ""]

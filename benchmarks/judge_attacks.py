@@ -1,0 +1,174 @@
+"""LLM judges under the issue-16 attacks: ASR per family for a plain judge, the isolated judge
+and an isolated committee; validity (Spearman with people) of each; universal-phrase transfer.
+
+The judge is the local SmolLM2-135M-Instruct (the only LLM here) with the G-Eval 1-5 rubric
+for overall quality (Liu et al. 2023; the rubric text is Hu et al. 2024's "Gold" definition),
+probability-weighted (``mode=prob``): SmolLM2 rarely writes a parseable verdict (it echoes the
+prompt), so a parse-mode judge scores most texts at the fallback midpoint and its "ASR" would
+measure ties. Variants:
+
+* ``plain`` -- ``isolation=False`` (the prompt as before issue 16);
+* ``isolation`` -- the default: untrusted text in nonce-delimited spans, verdict markers in
+  it neutralized, the last verdict parsed;
+* ``committee`` -- ``committee`` of three isolated members, the same rubric worded three ways
+  (Hu et al.'s "Gold", "Detailed" and "Simplified" definitions of overall quality), median
+  score, abstaining (score 0) when the members' range reaches ``--threshold`` points. One
+  model, three rubrics: the issue's multi-*model* committees cannot be built offline.
+
+Attacks (R-, ``beats_reference``): ``judge-master-keys``, ``judge-master-keys-prefix``,
+``null-model``, ``judge-universal-phrase``, ``judge-injection-search`` and its ``-ppl`` form, on
+the first ``--limit`` contexts of each dataset (the best-rated reply of each; fitting samples
+are left out of the ASR by the runner). *Transfer*: the phrase fitted against ``plain`` is
+appended unchanged for the other variants (``judge-universal-phrase`` with ``phrase=``).
+
+Validity: Spearman of each variant with the human ratings on the first ``--corr-limit`` rated
+replies of SummEval (relevance, coherence, consistency, fluency: the mean of the four) and USR
+Topical-Chat (overall), context-bootstrap intervals.
+
+    ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/judge_attacks.py --out-dir runs/judge-attacks \\
+        [--limit 20] [--corr-limit 60] [--datasets dailydialog-zhao summeval] [--resume]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robusteval import attacks, data, metrics
+from robusteval.asr import asr_table
+from robusteval.attacks.judge import TransferredPhrase
+from robusteval.attacks.runner import run_attacks
+from robusteval.data.select import select
+from robusteval.metaeval import correlate, fmt_r
+from robusteval.stats import pct
+from robusteval.types import Sample
+
+FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judge-universal-phrase",
+            "judge-injection-search", "judge-injection-search-ppl"]
+VARIANTS = ("plain", "isolation", "committee")
+RUBRICS = ("Gold", "Detailed", "Simplified")
+
+
+def judge(variant: str, threshold: float) -> Any:
+    base = {"template": "geval", "mode": "prob", "aspect": "Overall_quality"}
+    if variant in ("plain", "isolation"):
+        return metrics.load("llm-judge", **base, criteria_variant="Gold", isolation=variant == "isolation")
+    members = [{**base, "criteria_variant": v, "isolation": True} for v in RUBRICS]
+    return metrics.load("committee", members=members, on_disagreement="abstain", threshold=threshold)
+
+
+def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any]:
+    opts: dict[str, dict[str, Any]] = {
+        "judge-universal-phrase": {"length": args.phrase_length, "vocab_size": args.vocab_size},
+        "judge-injection-search": {"budget": args.budget, "length": 4, "candidates": 8},
+        "judge-injection-search-ppl": {"budget": args.budget, "length": 4, "candidates": 8},
+    }
+    out = [attacks.load(n, **opts.get(n, {})) for n in FAMILIES]
+    if phrase is not None:
+        out.append(TransferredPhrase(phrase=phrase, length=args.phrase_length, vocab_size=args.vocab_size))
+    return out
+
+
+def human_mean(s: Sample, aspects: list[str]) -> float | None:
+    vals = [s.human[a] for a in aspects if a in s.human]
+    return float(np.mean(vals)) if vals else None
+
+
+def validity(metric: Any, rated: list[Sample], aspects: list[str]) -> dict[str, Any]:
+    keep = [s for s in rated if human_mean(s, aspects) is not None]
+    scores = np.asarray(metric.score(keep), dtype=float)
+    human = np.array([human_mean(s, aspects) for s in keep])
+    return correlate(scores, human, n_boot=1000, seed=0, clusters=[s.context_key() for s in keep])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--datasets", nargs="*", default=["dailydialog-zhao", "summeval"])
+    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--limit", type=int, default=20, help="attacked contexts per dataset (+ fitting samples)")
+    ap.add_argument("--fit-size", type=int, default=2)
+    ap.add_argument("--budget", type=int, default=24,
+                    help="victim queries per attack and sample (the injection searches'; master keys use 9)")
+    ap.add_argument("--phrase-length", type=int, default=2)
+    ap.add_argument("--vocab-size", type=int, default=16)
+    ap.add_argument("--threshold", type=float, default=30.0, help="committee: abstain at this range (points)")
+    ap.add_argument("--corr", nargs="*", default=["summeval", "usr-topicalchat"])
+    ap.add_argument("--corr-limit", type=int, default=60)
+    ap.add_argument("--resume", action="store_true")
+    args = ap.parse_args(argv)
+    if not os.environ.get("ROBUSTEVAL_DATA"):
+        print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
+        return 2
+    root = Path(args.out_dir)
+    summary: dict[str, Any] = {"args": vars(args), "asr": {}, "validity": {}, "seconds": {}}
+    for name in args.datasets:
+        everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
+        aspect = "overall" if "overall" in everything[0].human else "relevance"
+        chosen = select(everything, "best-per-context", aspect=aspect)[: args.limit + args.fit_size]
+        phrase = None
+        for variant in args.variants:
+            t0 = time.perf_counter()
+            victim = judge(variant, args.threshold)
+            rows = list(run_attacks(chosen, attack_list(args, phrase if variant != "plain" else None), victim,
+                                    root / name / variant / "results.jsonl", resume=args.resume,
+                                    budget=args.budget, dataset=name, fit_on=chosen[: args.fit_size],
+                                    progress=True))
+            summary["seconds"][f"{name}/{variant}"] = round(time.perf_counter() - t0, 1)
+            if variant == "plain":
+                fitted = json.loads((root / name / variant / "fitted.json").read_text(encoding="utf-8"))
+                phrase = fitted["judge-universal-phrase"]["phrase"]
+                summary.setdefault("phrase", {})[name] = phrase
+            summary["asr"][f"{name}/{variant}"] = {
+                k: v["primary"] for k, v in asr_table(rows, key=lambda r: r.attack).items()}
+    for name in args.corr:
+        everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
+        rated = everything[: args.corr_limit]
+        aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
+        for variant in args.variants:
+            t0 = time.perf_counter()
+            summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args.threshold),
+                                                                rated, aspects)
+            summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
+    (root / "summary.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    print_tables(summary, args)
+    return 0
+
+
+def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
+    for name in args.datasets:
+        print(f"\n### {name}: ASR (beats_reference), {args.limit} attacked contexts\n")
+        cols = [v for v in args.variants if f"{name}/{v}" in summary["asr"]]
+        print("| attack | " + " | ".join(cols) + " |")
+        print("|---|" + "---|" * len(cols))
+        names = [*FAMILIES, "judge-universal-phrase-transfer"]
+        for a in names:
+            cells = []
+            for v in cols:
+                cell = summary["asr"][f"{name}/{v}"].get(a)
+                cells.append(f"{pct(cell)} ({cell['successes']}/{cell['n']})" if cell else "–")
+            print(f"| {a} | " + " | ".join(cells) + " |")
+        if name in summary.get("phrase", {}):
+            print(f"\nphrase fitted on plain: {summary['phrase'][name]!r}")
+    print("\n### Validity: Spearman with people\n")
+    print("| set | " + " | ".join(args.variants) + " | change (isolation, committee) |")
+    print("|---|" + "---|" * (len(args.variants) + 1))
+    for name in args.corr:
+        entries = [summary["validity"].get(f"{name}/{v}") for v in args.variants]
+        r = {v: (e or {}).get("spearman", {}).get("r") for v, e in zip(args.variants, entries, strict=True)}
+        base = r.get("plain")
+        change = ", ".join(f"{r[v] - base:+.3f}" for v in args.variants
+                           if v != "plain" and r.get(v) is not None and base is not None)
+        print(f"| {name} | " + " | ".join(fmt_r(e) for e in entries) + f" | {change} |")
+    print("\nseconds:", json.dumps(summary["seconds"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
