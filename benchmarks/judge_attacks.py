@@ -21,6 +21,11 @@ the first ``--limit`` contexts of each dataset (the best-rated reply of each; fi
 are left out of the ASR by the runner). *Transfer*: the phrase fitted against ``plain`` is
 appended unchanged for the other variants (``judge-universal-phrase`` with ``phrase=``).
 
+``--transfer VARIANT...`` (used for the committee, whose every query costs three judge calls):
+for those variants the two searches (``judge-universal-phrase``, the injection searches) are
+not rerun against them; the texts they found against ``plain`` are re-scored instead
+(transfer), while the static families still run against the variant itself.
+
 Validity: Spearman of each variant with the human ratings on the first ``--corr-limit`` rated
 replies of SummEval (relevance, coherence, consistency, fluency: the mean of the four) and USR
 Topical-Chat (overall), context-bootstrap intervals.
@@ -44,12 +49,14 @@ import numpy as np
 from robusteval import attacks, data, metrics
 from robusteval.asr import asr_table
 from robusteval.attacks.judge import TransferredPhrase
-from robusteval.attacks.runner import run_attacks
+from robusteval.attacks.runner import read_results, run_attacks
+from robusteval.compare.replay import replays
 from robusteval.data.select import select
 from robusteval.metaeval import correlate, fmt_r
 from robusteval.stats import pct
 from robusteval.types import Sample
 
+SEARCHES = {"judge-universal-phrase", "judge-injection-search", "judge-injection-search-ppl"}
 FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judge-universal-phrase",
             "judge-injection-search", "judge-injection-search-ppl"]
 VARIANTS = ("plain", "isolation", "committee")
@@ -74,6 +81,14 @@ def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any
     if phrase is not None:
         out.append(TransferredPhrase(phrase=phrase, length=args.phrase_length, vocab_size=args.vocab_size))
     return out
+
+
+def plain_phrase(folder: Path) -> str | None:
+    """The universal phrase fitted against the plain judge (None before it ran)."""
+    path = folder / "plain" / "fitted.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))["judge-universal-phrase"]["phrase"]
 
 
 def human_mean(s: Sample, aspects: list[str]) -> float | None:
@@ -102,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=30.0, help="committee: abstain at this range (points)")
     ap.add_argument("--corr", nargs="*", default=["summeval", "usr-topicalchat"])
     ap.add_argument("--corr-limit", type=int, default=60)
+    ap.add_argument("--transfer", nargs="*", default=[], choices=VARIANTS,
+                    help="variants the searches are not rerun against (their texts found against plain are)")
+    ap.add_argument("--skip-validity", action="store_true")
+    ap.add_argument("--skip-attacks", action="store_true")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
     if not os.environ.get("ROBUSTEVAL_DATA"):
@@ -113,22 +132,25 @@ def main(argv: list[str] | None = None) -> int:
         everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
         aspect = "overall" if "overall" in everything[0].human else "relevance"
         chosen = select(everything, "best-per-context", aspect=aspect)[: args.limit + args.fit_size]
-        phrase = None
-        for variant in args.variants:
+        phrase = plain_phrase(root / name)
+        for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
             victim = judge(variant, args.threshold)
-            rows = list(run_attacks(chosen, attack_list(args, phrase if variant != "plain" else None), victim,
+            chosen_attacks = attack_list(args, phrase if variant != "plain" else None)
+            if variant in args.transfer:
+                plain_rows = [r.to_dict() for r in read_results(root / name / "plain" / "results.jsonl")[0]]
+                chosen_attacks = [a for a in chosen_attacks if a.name not in SEARCHES] + replays(plain_rows, SEARCHES)
+            rows = list(run_attacks(chosen, chosen_attacks, victim,
                                     root / name / variant / "results.jsonl", resume=args.resume,
                                     budget=args.budget, dataset=name, fit_on=chosen[: args.fit_size],
                                     progress=True))
             summary["seconds"][f"{name}/{variant}"] = round(time.perf_counter() - t0, 1)
             if variant == "plain":
-                fitted = json.loads((root / name / variant / "fitted.json").read_text(encoding="utf-8"))
-                phrase = fitted["judge-universal-phrase"]["phrase"]
+                phrase = plain_phrase(root / name)
                 summary.setdefault("phrase", {})[name] = phrase
             summary["asr"][f"{name}/{variant}"] = {
                 k: v["primary"] for k, v in asr_table(rows, key=lambda r: r.attack).items()}
-    for name in args.corr:
+    for name in [] if args.skip_validity else args.corr:
         everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
         rated = everything[: args.corr_limit]
         aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
@@ -137,7 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args.threshold),
                                                                 rated, aspects)
             summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
-    (root / "summary.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    path = root / "summary.json"
+    if path.is_file():  # runs of parts of the benchmark (--skip-*, --variants) add to one summary
+        old = json.loads(path.read_text(encoding="utf-8"))
+        for part in ("asr", "validity", "seconds", "phrase"):
+            summary[part] = {**old.get(part, {}), **summary.get(part, {})}
+    path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print_tables(summary, args)
     return 0
 
@@ -146,7 +173,8 @@ def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
     for name in args.datasets:
         print(f"\n### {name}: ASR (beats_reference), {args.limit} attacked contexts\n")
         cols = [v for v in args.variants if f"{name}/{v}" in summary["asr"]]
-        print("| attack | " + " | ".join(cols) + " |")
+        heads = [f"{v} (searches transferred)" if v in args.transfer else v for v in cols]
+        print("| attack | " + " | ".join(heads) + " |")
         print("|---|" + "---|" * len(cols))
         names = [*FAMILIES, "judge-universal-phrase-transfer"]
         for a in names:
