@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--transfer", nargs="*", default=[], choices=VARIANTS,
                     help="variants the searches are not rerun against (their texts found against plain are)")
     ap.add_argument("--skip-validity", action="store_true")
-    ap.add_argument("--skip-attacks", action="store_true")
+    ap.add_argument("--skip-attacks", action="store_true", help="also: just print the tables of what has run")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
     if not os.environ.get("ROBUSTEVAL_DATA"):
@@ -159,10 +159,19 @@ def main(argv: list[str] | None = None) -> int:
             summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args.threshold),
                                                                 rated, aspects)
             summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
+    for name in args.datasets:  # every variant's ASR from its results (runs of parts add up)
+        for variant in VARIANTS:
+            results = root / name / variant / "results.jsonl"
+            if results.is_file():
+                rows = read_results(results)[0]
+                summary["asr"][f"{name}/{variant}"] = {
+                    k: v["primary"] for k, v in asr_table(rows, key=lambda r: r.attack).items()}
+                summary.setdefault("attacked_contexts", {})[f"{name}/{variant}"] = len({r.sample_id for r in rows})
+    root.mkdir(parents=True, exist_ok=True)
     path = root / "summary.json"
     if path.is_file():  # runs of parts of the benchmark (--skip-*, --variants) add to one summary
         old = json.loads(path.read_text(encoding="utf-8"))
-        for part in ("asr", "validity", "seconds", "phrase"):
+        for part in ("validity", "seconds", "phrase"):
             summary[part] = {**old.get(part, {}), **summary.get(part, {})}
     path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print_tables(summary, args)
@@ -171,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
     for name in args.datasets:
-        print(f"\n### {name}: ASR (beats_reference), {args.limit} attacked contexts\n")
+        done = summary.get("attacked_contexts", {})
+        print(f"\n### {name}: ASR (beats_reference), {args.limit} attacked contexts (+ {args.fit_size} fitting); "
+              f"contexts attacked so far per variant: {done}\n")
         cols = [v for v in args.variants if f"{name}/{v}" in summary["asr"]]
         heads = [f"{v} (searches transferred)" if v in args.transfer else v for v in cols]
         print("| attack | " + " | ".join(heads) + " |")

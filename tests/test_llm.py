@@ -231,14 +231,15 @@ def test_minimal_backends_work_and_are_reported() -> None:
 
 
 def test_local_backend_samples_n_answers_per_prompt_in_one_call(tiny_lm) -> None:
-    """n sampled answers of a prompt come from one generate call seeded by (seed, prompt), are
-    reproducible, differ across seeds, and greedy decoding repeats its one answer."""
+    """All prompts and their n samples run as one batch, each sample seeded by (seed, prompt,
+    sample index): reproducible, independent of the batch, different across seeds; greedy
+    decoding repeats its one answer."""
     from robusteval.llm.backends import LocalCausalLM
 
     llm = LocalCausalLM(model=str(tiny_lm), batch_size=4)
     prompts = ["the cat sat on", "a dog ran to the", "hello"]
     a = llm.generate(prompts, n=5, temperature=1.0, max_new_tokens=6, seed=3)
-    assert llm.calls == 3 and [len(x) for x in a] == [5, 5, 5]  # one call per prompt, n samples each
+    assert llm.calls == 1 and [len(x) for x in a] == [5, 5, 5]  # one batch: 3 prompts x 5 samples
     # a prompt's samples do not depend on the other prompts asked with it (nor on their order):
     # a gold cache shared across victims, a resumed run and a fresh one see the same ratings
     alone = [llm.generate([p], n=5, temperature=1.0, max_new_tokens=6, seed=3)[0] for p in prompts]

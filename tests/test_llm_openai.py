@@ -5,7 +5,10 @@ list bodies crashing, Retry-After ignored, per-read instead of total timeouts, "
 4 tries" after one try, errors without the sample, retries not reported, the API key sent to
 any host. The server (:class:`FakeLLM`) runs on 127.0.0.1 in a thread; each request pops the
 next :class:`Reply` from ``script`` (default: a good answer echoing the prompt) and is
-recorded (path, headers, body). Waits run on :class:`FakeTime`, so the file takes seconds.
+recorded (path, headers, body); ``by_prompt`` scripts replies per prompt text instead, for
+requests sent concurrently (their arrival order is not fixed), and ``max_in_flight`` records
+how many requests the server was handling at once. Waits run on :class:`FakeTime`, so the
+file takes seconds.
 """
 
 from __future__ import annotations
@@ -56,8 +59,11 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.script: list[Reply] = []
+        self.by_prompt: dict[str, list[Reply]] = {}
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,11 +72,21 @@ class FakeLLM:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw.decode("utf-8"))
+                prompt = body["messages"][0]["content"]
                 with fake.lock:
                     fake.seen.append(Seen(self.path, dict(self.headers), body))
-                    reply = fake.script.pop(0) if fake.script else Reply()
+                    mine = fake.by_prompt.get(prompt)
+                    reply = mine.pop(0) if mine else fake.script.pop(0) if fake.script else Reply()
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    self._answer(reply, body, prompt)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+
+            def _answer(self, reply: Reply, body: dict[str, Any], prompt: str) -> None:
                 if reply.body is None:
-                    prompt = body["messages"][0]["content"]
                     reply.body = good(f"Score: 7 | {prompt}", body.get("n", 1))
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(
                     reply.body, ensure_ascii=False).encode("utf-8")
@@ -358,7 +374,7 @@ def test_connection_refused_is_retried_and_named(tmp_path, ft) -> None:
 
 def test_errors_name_the_sample_or_the_prompt_position(srv, tmp_path, ft) -> None:
     be = backend(srv.url, tmp_path, ft)
-    srv.script = [Reply(), Reply(status=400, body={"error": {"message": "context too long"}})]
+    srv.by_prompt = {"b": [Reply(status=400, body={"error": {"message": "context too long"}})]}
     with pytest.raises(LLMRequestError) as info:
         be.generate(["a", "b"], ids=["ok-1", "样本-二"])
     assert str(info.value).startswith("sample '样本-二': LLM request failed: openai:m@http://127.0.0.1:")
@@ -371,7 +387,7 @@ def test_errors_name_the_sample_or_the_prompt_position(srv, tmp_path, ft) -> Non
 
 
 def test_fallback_mode_counts_instead_of_raising(srv, tmp_path, ft) -> None:
-    srv.script = [Reply(status=400), Reply(status=400)]
+    srv.by_prompt = {"a": [Reply(status=400)], "b": [Reply(status=400)]}
     be = backend(srv.url, tmp_path, ft)
     assert be.generate(["a", "b", "c"], ids=["1", "2", "3"], on_error="fallback") == [
         [], [], ["Score: 7 | c"]]
@@ -472,7 +488,8 @@ def test_prompts_in_several_scripts_round_trip_and_key_the_cache(srv, tmp_path, 
     prompts = list(SCRIPTS.values())
     got = be.generate(prompts, ids=list(SCRIPTS))
     assert got == [[f"Score: 7 | {p}"] for p in prompts]
-    assert [s.body["messages"][0]["content"] for s in srv.seen] == prompts
+    # sent concurrently: each text arrives once, in whatever order (answers keep input order)
+    assert sorted(s.body["messages"][0]["content"] for s in srv.seen) == sorted(prompts)
     files = cached_files(tmp_path)
     assert len(files) == len(prompts)  # one key per text
     stored = " ".join(f.read_text(encoding="utf-8") for f in files)
@@ -488,8 +505,10 @@ def test_judge_prompts_carry_every_script(srv, tmp_path, ft) -> None:
     srv.script = [Reply(body=good("Score: 64")) for _ in samples]
     judge = LLMJudge(backend=backend(srv.url, tmp_path, ft), template="adveval-summary")
     assert np.allclose(judge.score(samples), 64.0)
-    for smp, seen in zip(samples, srv.seen, strict=True):
-        assert f"Summary:\n{smp.response}" in seen.body["messages"][0]["content"]
+    sent = [seen.body["messages"][0]["content"] for seen in srv.seen]  # in arrival order
+    assert len(sent) == len(samples)
+    for smp in samples:
+        assert sum(f"Summary:\n{smp.response}" in text for text in sent) == 1
     srv.script = [Reply(status=400)]
     with pytest.raises(LLMRequestError, match=r"^sample 'chinese-2'"):
         judge.score([Sample(id="chinese-2", task="summarization", response=SCRIPTS["chinese"] + "。",
@@ -501,3 +520,68 @@ def test_invalid_unicode_prompt_is_an_input_error_naming_the_sample(srv, tmp_pat
     with pytest.raises(InputError, match=r"sample 'bad', field 'prompt': the prompt is not valid Unicode"):
         be.generate(["ok", "x \ud800 y"], ids=["good", "bad"])
     assert srv.seen == []
+
+
+# ---- concurrency (issue 16) ----------------------------------------------------------
+
+def test_requests_overlap_and_answers_keep_input_order(srv, tmp_path) -> None:
+    prompts = [f"p{i}" for i in range(8)]
+    srv.by_prompt = {p: [Reply(delay=0.3)] for p in prompts}
+    be = backend(srv.url, tmp_path / "a", max_concurrency=4)
+    assert be.generate(prompts) == [[f"Score: 7 | {p}"] for p in prompts]
+    assert 1 < srv.max_in_flight <= 4 and be.report()["calls"] == 8
+    srv.by_prompt = {p: [Reply(delay=0.05)] for p in prompts}
+    srv.max_in_flight = 0
+    one = backend(srv.url, tmp_path / "b", max_concurrency=1)
+    assert one.generate(prompts) == [[f"Score: 7 | {p}"] for p in prompts]
+    assert srv.max_in_flight == 1
+    with pytest.raises(ValueError, match="max_concurrency"):
+        backend(srv.url, tmp_path, max_concurrency=0)
+
+
+def test_concurrent_failures_name_the_first_failing_sample_in_input_order(srv, tmp_path) -> None:
+    prompts = [f"p{i}" for i in range(6)]
+    ids = [f"id-{i}" for i in range(6)]
+    # p1 fails last in time, p4 first: the error still names p1, the first in input order
+    srv.by_prompt = {"p1": [Reply(status=400, delay=0.4)], "p4": [Reply(status=400)],
+                     **{p: [Reply(delay=0.1)] for p in ("p0", "p2", "p3", "p5")}}
+    be = backend(srv.url, tmp_path, max_concurrency=6)
+    with pytest.raises(LLMRequestError, match=r"^sample 'id-1': .*HTTP 400") as info:
+        be.generate(prompts, ids=ids)
+    assert info.value.sample_id == "id-1"
+    srv.by_prompt = {"p1": [Reply(status=400)], "p4": [Reply(status=400)]}
+    got = be.generate(prompts, ids=ids, on_error="fallback")  # the rest come from the cache
+    assert got == [[] if p in ("p1", "p4") else [f"Score: 7 | {p}"] for p in prompts]
+    rep = be.report()
+    assert rep["fallbacks"] == 2 and rep["failures"] == 4 and rep["cache_hits"] == 4
+
+
+def test_retry_after_pauses_every_thread_not_only_the_one_told(tmp_path) -> None:
+    """A 429 with Retry-After on one request holds back the others' next tries too."""
+    from robusteval.llm.transport import HttpResponse
+
+    starts: list[tuple[float, str]] = []
+    lock = threading.Lock()
+    told: list[float] = []
+
+    def transport(url, body, headers, timeout):
+        prompt = json.loads(body)["messages"][0]["content"]
+        with lock:
+            starts.append((time.monotonic(), prompt))
+            first = prompt == "a" and not told
+            if first:
+                told.append(time.monotonic())
+        if first:
+            return HttpResponse(429, {"retry-after-ms": "700"}, b"{}")
+        time.sleep(0.05)
+        return HttpResponse(200, {}, json.dumps(good(f"ok {prompt}")).encode())
+
+    prompts = ["a", *[f"q{i}" for i in range(20)]]
+    be = OpenAICompatible(model="m", base_url="http://127.0.0.1:1/v1", api_key_env="", cache=tmp_path,
+                          transport=transport, max_concurrency=2, timeout=30.0)
+    assert be.generate(prompts) == [[f"ok {p}"] for p in prompts]
+    t429 = told[0]
+    # the other thread sends nothing between (soon after) the 429 and the server's time
+    assert [p for t, p in starts if t429 + 0.25 < t < t429 + 0.65] == []
+    assert be.report()["waited_s"] >= 0.7 + 0.3  # its own wait plus the other thread's hold
+    assert be.report()["retries"] == 1

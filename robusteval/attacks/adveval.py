@@ -10,6 +10,11 @@ victim score each candidate; the feedback is
 ``S_victim - a * S_gold`` for R- (bad text the victim over-rates). The loop stops when the
 best text meets the gold criterion (tau1 / tau2, as in the runner's ``gold`` criterion) or
 after ``max_iters`` iterations, or when the victim-query budget is spent.
+
+Speed without changing the attack: the ``candidates`` samples of an iteration are one batched
+request to the generator, and a sample stops as soon as its first non-empty line is complete
+(:func:`first_line_settled`), since that line is all :func:`clean_candidate` keeps; texts
+already scored for the sample are never scored again.
 """
 
 from __future__ import annotations
@@ -34,6 +39,16 @@ GOLD_TEMPLATES = {"dialogue": "adveval-dialogue", "summarization": "adveval-summ
                   "question_generation": "adveval-question"}
 OBJECTS = {"dialogue": "response", "summarization": "summary", "fact": "summary",
            "question_generation": "question", "data_to_text": "text"}
+
+
+def first_line_settled(text: str) -> bool:
+    """True once ``text`` holds a complete line (ended by a line break) that
+    :func:`clean_candidate` keeps: whatever follows cannot change the candidate, so the
+    generator may stop there (a backend without ``stop=`` just generates the rest)."""
+    parts = text.splitlines(keepends=True)
+    if parts and parts[-1].splitlines() == [parts[-1]]:  # the last line is still open
+        parts.pop()
+    return bool(parts) and bool(clean_candidate("".join(parts)))
 
 
 class _AdvEval(Attack):
@@ -120,7 +135,8 @@ class _AdvEval(Attack):
                 break
             from robusteval.llm import call_with
 
-            outs = call_with(self.generator.generate, [self.prompt(sample, history)], optional={"ids": [sample.id]},
+            outs = call_with(self.generator.generate, [self.prompt(sample, history)],
+                             optional={"ids": [sample.id], "stop": first_line_settled},
                              n=self.n_candidates, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
                              seed=self.seed * 7919 + it)[0]
             cands = [c for c in dict.fromkeys(clean_candidate(o) for o in outs) if c and c not in seen]

@@ -13,7 +13,12 @@ token(s), for probability-weighted scoring), both with the optional keywords ``i
 ids, named in errors), ``on_error`` and (``generate``) ``accept``; and ``report()``: calls,
 cache hits, retries, failures, fallbacks (see :class:`~robusteval.llm.stats.CallStats`).
 Callers pass the optional keywords with :func:`~robusteval.llm.stats.call_with`, so minimal
-backends without them keep working.
+backends without them keep working. The local model also takes ``stop`` (a predicate on the
+text so far that ends an answer early, for callers that use only its beginning).
+
+Speed (issue 16): the local model runs every prompt and sample of a call as one batch with
+the shared prompt prefix encoded once (:mod:`robusteval.llm.decode`); the remote one sends
+up to ``max_concurrency`` requests at once.
 """
 
 from __future__ import annotations
@@ -47,12 +52,24 @@ class LLMBackend(Protocol):
 
 
 class LocalCausalLM:
-    """An HF causal LM run locally; prompts are wrapped in the model's chat template."""
+    """An HF causal LM run locally; prompts are wrapped in the model's chat template.
+
+    ``generate`` and ``next_token_probs`` run all prompts of a call (times ``n`` samples) in
+    batches of up to ``max_batch_rows`` rows, each prompt encoded once and, with
+    ``share_prefix``, the prompts' common token prefix encoded once per batch (see
+    :mod:`robusteval.llm.decode`); with ``tiered_attention`` the n samples of a prompt read
+    its KV cache once per decoding step (:mod:`robusteval.llm.tiered`; models whose
+    attention is not ``sdpa`` decode without it). ``batch_size`` batches :meth:`text_nll`.
+    """
 
     def __init__(self, model: str | None = None, batch_size: int = 8, device: str = "cpu",
-                 max_prompt_tokens: int = 1536, system: str | None = None) -> None:
+                 max_prompt_tokens: int = 1536, system: str | None = None, max_batch_rows: int = 32,
+                 share_prefix: bool = True, tiered_attention: bool = True) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from robusteval.llm import tiered
+        from robusteval.llm.decode import PrefixBatch
 
         path = model or str(smollm2_dir())
         if model is None and not (Path(path) / "config.json").is_file():
@@ -68,11 +85,28 @@ class LocalCausalLM:
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device).eval()
         self.device = device
         self.batch_size = batch_size
+        if max_batch_rows < 1:
+            raise ValueError(f"max_batch_rows must be at least 1, got {max_batch_rows}")
+        self.max_batch_rows = max_batch_rows
         self.max_prompt_tokens = max_prompt_tokens
         self.system = system
         self.calls = 0
         self.cache_hits = 0
         self._torch = torch
+        self.batcher = PrefixBatch(self.model, int(self.tokenizer.pad_token_id), share_prefix=share_prefix,
+                                   tiered=bool(tiered_attention) and tiered.install(self.model))
+        cfg = self.model.generation_config
+        eos = cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id
+        self._eos = frozenset([eos] if isinstance(eos, int) else (eos or []))
+        self._top_k = cfg.top_k  # what generate(do_sample=True) applied: 50 unless configured
+
+    @property
+    def share_prefix(self) -> bool:
+        return self.batcher.share_prefix
+
+    @share_prefix.setter
+    def share_prefix(self, value: bool) -> None:
+        self.batcher.share_prefix = bool(value)
 
     def render(self, prompt: str) -> str:
         if getattr(self.tokenizer, "chat_template", None):
@@ -81,16 +115,25 @@ class LocalCausalLM:
             return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         return prompt
 
-    def _encode(self, prompts: Sequence[str]) -> dict[str, Any]:
+    def token_ids(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Each rendered prompt's tokens, cut from the left to ``max_prompt_tokens`` (an empty
+        one becomes the start token)."""
         self.tokenizer.truncation_side = "left"
-        return self.tokenizer([self.render(p) for p in prompts], return_tensors="pt", padding=True,
-                              truncation=True, max_length=self.max_prompt_tokens,
-                              add_special_tokens=False).to(self.device)
+        enc = self.tokenizer([self.render(p) for p in prompts], truncation=True,
+                             max_length=self.max_prompt_tokens, add_special_tokens=False)
+        start = self.tokenizer.bos_token_id
+        start = self.tokenizer.eos_token_id if start is None else start
+        return [list(x) or [int(start)] for x in enc["input_ids"]]
 
-    def _batches(self, prompts: Sequence[str]) -> list[list[int]]:
-        """Prompt indices grouped into batches of similar length (less padding)."""
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+    def _chunks(self, seqs: list[list[int]], rows_each: int) -> list[list[int]]:
+        """Prompt indices in token order (shared prefixes side by side), ``max_batch_rows``
+        rows per chunk."""
+        order = sorted(range(len(seqs)), key=lambda i: seqs[i])
+        k = max(1, self.max_batch_rows // max(rows_each, 1))
+        return [order[i:i + k] for i in range(0, len(order), k)]
+
+    def _text(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def report(self) -> dict[str, Any]:
         """The same keys as every backend's report; a local model never retries or caches."""
@@ -98,39 +141,43 @@ class LocalCausalLM:
 
     def generate(self, prompts: Sequence[str], n: int = 1, temperature: float = 0.0,
                  max_new_tokens: int = 32, seed: int = 0, *, ids: Sequence[str] | None = None,
-                 accept: Callable[[list[str]], bool] | None = None,
-                 on_error: str = "raise") -> list[list[str]]:
+                 accept: Callable[[list[str]], bool] | None = None, on_error: str = "raise",
+                 stop: Callable[[str], bool] | None = None) -> list[list[str]]:
         """``n`` texts per prompt (``ids``, ``accept``, ``on_error``: accepted for a uniform
-        interface; a local model has no requests to fail and no cache)."""
-        import hashlib
+        interface; a local model has no requests to fail and no cache).
+
+        Sampling: sample j of a prompt is drawn from its own RNG seeded by (``seed``, prompt,
+        j), so a prompt's answers do not depend on which other prompts are asked with it (a
+        cache shared across runs, a resumed run and a fresh one agree) while all prompts and
+        samples run in one batch. Greedy: one row per prompt, its answer repeated ``n`` times.
+        ``stop(text_so_far)`` returning True ends that answer early (for callers that use only
+        a prefix of it, e.g. AdvEval's first line). ``calls`` counts batches."""
+        from robusteval.llm.decode import Decoding, TieredUnsupported, decode_rows, row_seed
 
         torch = self._torch
-        out: list[list[str]] = [[] for _ in prompts]
-        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
-        if temperature <= 0:  # greedy: batch-independent, and the n answers are one answer
-            for idx in self._batches(prompts):
-                enc = self._encode([prompts[i] for i in idx])
-                with torch.no_grad():
-                    gen = self.model.generate(**enc, do_sample=False, **kwargs)
-                self.calls += 1
-                texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-                for i, t in zip(idx, texts, strict=True):
-                    out[i].extend([t.strip()] * n)
-            return out
-        # sampling: one call per prompt, seeded by (seed, prompt), so a prompt's answers do not
-        # depend on which other prompts are asked with it (a cache shared across runs, a resumed
-        # run and a fresh one agree); its n samples come from that one call
-        for i, prompt in enumerate(prompts):
-            digest = int.from_bytes(hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).digest()[:4], "big")
-            torch.manual_seed(seed * 1_000_003 + digest)
-            enc = self._encode([prompt])
+        if n < 1:
+            return [[] for _ in prompts]
+        greedy = temperature <= 0
+        how = Decoding(temperature=float(temperature), max_new_tokens=int(max_new_tokens), eos=self._eos,
+                       top_k=self._top_k)
+        uniq = list(dict.fromkeys(prompts))
+        seqs = self.token_ids(uniq)
+        per = 1 if greedy else n
+        got: dict[str, list[str]] = {}
+        for idx in self._chunks(seqs, per):
+            seeds = None if greedy else [[row_seed(seed, uniq[i], j) for j in range(n)] for i in idx]
+            chunk = [seqs[i] for i in idx]
             with torch.no_grad():
-                gen = self.model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0,
-                                          num_return_sequences=n, **kwargs)
+                try:
+                    rows = decode_rows(self.batcher, chunk, per, how, seeds, self._text, stop)
+                except TieredUnsupported:  # this model's attention ignores the tiered step
+                    self.batcher.tiered = False
+                    rows = decode_rows(self.batcher, chunk, per, how, seeds, self._text, stop)
             self.calls += 1
-            texts = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-            out[i] = [t.strip() for t in texts]
-        return out
+            for i, answers in zip(idx, rows, strict=True):
+                texts = [self._text(a).strip() for a in answers]
+                got[uniq[i]] = texts * n if greedy else texts
+        return [list(got[p]) for p in prompts]
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str], *,
                          ids: Sequence[str] | None = None, on_error: str = "raise") -> np.ndarray:
@@ -138,22 +185,29 @@ class LocalCausalLM:
 
         Every option must be a single token for this tokenizer (true for digits 1-9)."""
         torch = self._torch
-        ids = []
+        option_ids = []
         for o in options:
             toks = self.tokenizer.encode(o, add_special_tokens=False)
             if len(toks) != 1:
                 raise RobustevalError(f"option {o!r} is {len(toks)} tokens for {self.name}; "
                                       "probability scoring needs single-token options")
-            ids.append(toks[0])
-        out = np.zeros((len(prompts), len(options)))
-        for idx in self._batches(prompts):
-            enc = self._encode([prompts[i] for i in idx])
+            option_ids.append(toks[0])
+        uniq = list(dict.fromkeys(prompts))
+        seqs = self.token_ids(uniq)
+        rows = np.zeros((len(uniq), len(options)))
+        for idx in self._chunks(seqs, 1):
             with torch.no_grad():
-                logits = self.model(**enc).logits[:, -1, :].float()
+                logits = self.batcher.prefill([seqs[i] for i in idx])[0]
             self.calls += 1
-            probs = torch.softmax(logits, dim=-1)[:, ids]
-            out[idx] = (probs / probs.sum(-1, keepdim=True)).cpu().numpy()
-        return out
+            probs = torch.softmax(logits, dim=-1)[:, option_ids]
+            rows[idx] = (probs / probs.sum(-1, keepdim=True)).cpu().numpy()
+        where = {p: i for i, p in enumerate(uniq)}
+        return rows[[where[p] for p in prompts]] if prompts else np.zeros((0, len(options)))
+
+    def _batches(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Prompt indices grouped into batches of similar length (less padding)."""
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
     def text_nll(self, texts: Sequence[str], max_tokens: int = 512) -> np.ndarray:
         """Mean negative log-likelihood per token of each raw text (no chat template), each

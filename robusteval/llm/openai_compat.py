@@ -10,6 +10,15 @@ those the caller accepts); errors name the sample. The API key goes only to the 
 :mod:`robusteval.llm.policy` allows. :meth:`OpenAICompatible.report` counts calls, cache
 hits, retries, failures and fallbacks.
 
+Concurrency: the prompts of one call are sent by up to ``max_concurrency`` threads at once
+(a remote model answers many requests in the time of one; the local judge's AdvEval gold
+scores 8 candidates per iteration). Each request keeps its own deadline, starting when its
+first try is sent; results come back in input order; with ``on_error="raise"`` the error is
+the first failing prompt's in input order, prompts not yet sent are cancelled and those in
+flight finish (usable answers are still cached). A ``Retry-After`` pauses every thread, not
+only the one that got it: no request is sent before the server's time (unless that is past
+its own deadline, when it fails at once).
+
 Why not the ``openai`` SDK: it is not a dependency, its timeouts (httpx) bound each socket
 operation rather than the request, it honours ``Retry-After`` only up to 60 s (longer waits
 fall back to its own 0.5-8 s backoff), its waits use the real clock, it keeps no cache, and
@@ -26,8 +35,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -53,8 +64,9 @@ class OpenAICompatible:
     sends ``Retry-After``; ``cache``: a folder, None (``$ROBUSTEVAL_CACHE/llm_cache``) or
     False; ``base_url``: default ``$OPENAI_BASE_URL`` or OpenAI for ``OPENAI_API_KEY``;
     ``api_key_env``: variable holding the key ('' sends none); ``allowed_hosts``: extra hosts
-    that may receive it; ``transport``, ``clock``, ``sleep``, ``wall_clock``: injectable for
-    tests.
+    that may receive it; ``max_concurrency``: requests in flight at once (1: one at a time);
+    ``transport``, ``clock``, ``sleep``, ``wall_clock``: injectable for tests (called from
+    the worker threads).
     """
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -63,9 +75,11 @@ class OpenAICompatible:
                  cache: str | os.PathLike[str] | bool | None = None,
                  allowed_hosts: Sequence[str] | None = None, transport: Transport | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, max_concurrency: int = 8) -> None:
         if not timeout > 0 or max_retries < 0 or backoff < 0:
             raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if isinstance(allowed_hosts, str):
             allowed_hosts = [h for h in allowed_hosts.split(",") if h.strip()]
         base_url = base_url or (policy.key_base_url(api_key_env) if api_key_env else None) or DEFAULT_BASE_URL
@@ -88,7 +102,10 @@ class OpenAICompatible:
             self.cache = ResponseCache(cache_dir() / "llm_cache" if cache is None or cache is True else cache)
         self.transport: Transport = transport or post
         self.clock, self.sleep, self.wall_clock = clock, sleep, wall_clock
+        self.max_concurrency = int(max_concurrency)
         self.stats = CallStats()
+        self._lock = threading.Lock()  # guards stats and _not_before across worker threads
+        self._not_before = -math.inf   # clock time the server asked us to wait for (Retry-After)
 
     # -- counters ---------------------------------------------------------------------
     @property
@@ -111,38 +128,57 @@ class OpenAICompatible:
         ``accept`` rejects is returned but not cached; ``on_error="fallback"`` gives ``[]``
         for a failed prompt (counted in ``fallbacks``) instead of raising."""
         _check(prompts, ids, on_error)
-        out: list[list[str]] = []
-        for i, prompt in enumerate(prompts):
-            payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+
+        def one(i: int) -> list[str]:
+            payload = {"model": self.model, "messages": [{"role": "user", "content": prompts[i]}],
                        "n": n, "temperature": temperature, "max_tokens": max_new_tokens, "seed": seed}
-            try:
-                out.append(self._request(payload, lambda d: answers.chat_texts(d, n),
-                                         where(i, len(prompts), ids), accept))
-            except LLMRequestError:
-                if on_error == "raise":
-                    raise
-                self.stats.fallbacks += 1
-                out.append([])
-        return out
+            return self._request(payload, lambda d: answers.chat_texts(d, n), where(i, len(prompts), ids), accept)
+
+        return [[] if isinstance(r, LLMRequestError) else r for r in self._each(len(prompts), one, on_error)]
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str], *,
                          ids: Sequence[str] | None = None, on_error: str = "raise") -> np.ndarray:
         """P(option) as the first token, renormalized over ``options``; with
         ``on_error="fallback"`` a failed prompt's row is NaN (counted) instead of an error."""
         _check(prompts, ids, on_error)
-        out = np.zeros((len(prompts), len(options)))
-        for i, prompt in enumerate(prompts):
-            payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+
+        def one(i: int) -> Any:
+            payload = {"model": self.model, "messages": [{"role": "user", "content": prompts[i]}],
                        "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20}
+            return self._request(payload, lambda d: answers.option_probs(d, options), where(i, len(prompts), ids), None)
+
+        out = np.zeros((len(prompts), len(options)))
+        for i, r in enumerate(self._each(len(prompts), one, on_error)):
+            out[i] = np.nan if isinstance(r, LLMRequestError) else r
+        return out
+
+    # -- many requests ----------------------------------------------------------------------
+    def _each(self, count: int, one: Callable[[int], Any], on_error: str) -> list[Any]:
+        """``one(i)`` for every prompt index, up to ``max_concurrency`` at once, in input order;
+        a failure is raised (the first in input order) or, in fallback mode, counted and
+        returned as the :class:`LLMRequestError` in its slot."""
+        def settle(fn: Callable[[], Any]) -> Any:
             try:
-                out[i] = self._request(payload, lambda d: answers.option_probs(d, options),
-                                       where(i, len(prompts), ids), None)
-            except LLMRequestError:
+                return fn()
+            except LLMRequestError as exc:
                 if on_error == "raise":
                     raise
-                self.stats.fallbacks += 1
-                out[i] = np.nan
-        return out
+                self._count(fallbacks=1)
+                return exc
+
+        if count <= 1 or self.max_concurrency == 1:
+            return [settle(lambda i=i: one(i)) for i in range(count)]
+        pool = ThreadPoolExecutor(min(self.max_concurrency, count), thread_name_prefix="robusteval-llm")
+        try:
+            futures = [pool.submit(one, i) for i in range(count)]
+            return [settle(f.result) for f in futures]
+        finally:  # after a raise: cancel what was not sent, let what is in flight finish
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _count(self, **deltas: float) -> None:
+        with self._lock:
+            for key, value in deltas.items():
+                setattr(self.stats, key, getattr(self.stats, key) + value)
 
     # -- one request ----------------------------------------------------------------------
     def _request(self, payload: dict[str, Any], parse: Callable[[dict[str, Any]], Any],
@@ -156,9 +192,9 @@ class OpenAICompatible:
             except answers.BadAnswer:
                 usable = False
             if usable:
-                self.stats.cache_hits += 1
+                self._count(cache_hits=1)
                 return result
-            self.stats.cache_discarded += 1
+            self._count(cache_discarded=1)
             self.cache.drop(key)
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         url = f"{self.base_url}/chat/completions"
@@ -169,9 +205,17 @@ class OpenAICompatible:
             if left <= 0:
                 raise self._fail(at, f"no answer within the {self.timeout:g} s deadline after "
                                  f"{policy.tries_text(tries)} ({last})", tries)
+            held = self._not_before - self.clock()
+            if held > 0:  # another request was told to wait: so is this one
+                if self.clock() + held >= deadline:
+                    raise self._fail(at, f"the server asked to wait {held:g} s more, past the {self.timeout:g} s "
+                                     f"deadline; stopped after {policy.tries_text(tries)}"
+                                     + (f" ({last})" if last else ""), tries)
+                self.sleep(held)
+                self._count(waited_s=held)
+                left = deadline - self.clock()
             tries += 1
-            self.stats.calls += 1
-            self.stats.retries += int(tries > 1)
+            self._count(calls=1, retries=int(tries > 1))
             wait: float | None = None
             try:
                 resp = self.transport(url, body, self._headers, min(left, self.attempt_timeout or math.inf))
@@ -191,7 +235,7 @@ class OpenAICompatible:
                         if accept is None or accept(result):
                             self.cache.put(key, data)
                         else:
-                            self.stats.not_cached += 1
+                            self._count(not_cached=1)
                         return result
                 else:
                     last = f"HTTP {resp.status}: {answers.excerpt(resp.body)}"
@@ -199,6 +243,9 @@ class OpenAICompatible:
                         raise self._fail(at, f"{last} after {policy.tries_text(tries)} (HTTP {resp.status} "
                                          "is not retryable)", tries, resp.status)
                     wait = policy.server_wait(resp.header, self.wall_clock())
+                    if wait is not None:
+                        with self._lock:
+                            self._not_before = max(self._not_before, self.clock() + wait)
             if tries > self.max_retries:
                 raise self._fail(at, f"gave up after {policy.tries_text(tries)} ({last})", tries)
             pause = wait if wait is not None else policy.backoff_delay(tries, self.backoff, self.max_backoff)
@@ -207,13 +254,14 @@ class OpenAICompatible:
                 raise self._fail(at, f"{why}, past the {self.timeout:g} s deadline; stopped after "
                                  f"{policy.tries_text(tries)} ({last})", tries)
             self.sleep(pause)
-            self.stats.waited_s += pause
+            self._count(waited_s=pause)
 
     def _fail(self, at: tuple[str, str | None], detail: str, tries: int,
               status: int | None = None) -> LLMRequestError:
         err = LLMRequestError(at[0], self.name, detail, sample_id=at[1], tries=tries, status=status)
-        self.stats.failures += 1
-        self.stats.last_error = str(err)
+        with self._lock:
+            self.stats.failures += 1
+            self.stats.last_error = str(err)
         return err
 
 
