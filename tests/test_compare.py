@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from robusteval import metrics
 from robusteval.asr import asr_table, overall
 from robusteval.attacks.runner import run_attacks, yardstick
 from robusteval.cli.main import main
-from robusteval.compare import parse
+from robusteval.compare import parse, plots
 from robusteval.compare.guarding import roc
 from robusteval.compare.replay import ReplayAttack, replays
 from robusteval.compare.report_md import gate_rows
@@ -359,6 +360,9 @@ def test_report_renders_in_headless_chromium(compared, tmp_path) -> None:
     flagged = guarded["correlation"]["quickstart-dialogue (test split)"]["_flagged"]
     assert flagged["ci"] is not None and flagged["rate"] == round(flagged["flagged"] / flagged["n"], 6)
     assert "<script" not in dom and "<link" not in dom and 'src="http' not in dom  # self-contained
+    # R+ invariance failures get their own chart, never bars beside R- successes
+    with_plus = sum(plots.has_direction(v, "R+") for s in report["suites"].values() for v in s["victims"].values())
+    assert dom.count('data-plot="asr-plus"') == with_plus
     shot = tmp_path / "report.png"
     # tall enough to reach the first victim's bars below the verdict cards and trade-off plots
     subprocess.run([*flags, "--window-size=1200,6000", f"--screenshot={shot}", url], capture_output=True,
@@ -372,6 +376,27 @@ def test_report_renders_in_headless_chromium(compared, tmp_path) -> None:
 
     for variant, color in COLORS.items():  # every variant's bars are on screen
         assert painted(color) > 200, variant
+
+
+def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(compared, tmp_path, capsys) -> None:
+    """A run written before ``_flagged.contexts`` existed gets them from its score logs, so its
+    pooled flag interval is clustered by context like a new run's."""
+    from robusteval.compare.render import render_report
+    from robusteval.compare.story import flagged_pooled
+
+    out, _, _ = compared
+    old = tmp_path / "run"
+    shutil.copytree(out, old)
+    report = json.loads((old / "report.json").read_text())  # as the run folder holds it now
+    stripped = json.loads((old / "report.json").read_text())
+    guarded = stripped["suites"]["dialogue"]["victims"]["tiny evaluator"]["variants"]["guarded"]
+    for per in guarded["correlation"].values():
+        per["_flagged"].pop("contexts")
+    assert flagged_pooled(guarded["correlation"])["ci_method"] == "wilson"
+    (old / "report.json").write_text(json.dumps(stripped))
+    again = render_report(old)
+    assert "render_report:" not in capsys.readouterr().err
+    assert again == report  # every context count back, nothing else changed
 
 
 @pytest.mark.slow

@@ -183,6 +183,45 @@ def test_page_is_self_contained_with_the_tradeoff_plot_and_the_config_folded() -
     assert '<pre>' not in page[:config]
 
 
+def test_asr_charts_draw_r_minus_and_r_plus_families_on_separate_axes(monkeypatch) -> None:
+    report = make_report()
+    victim = report["suites"]["dialogue"]["victims"]["toy victim"]
+    drawn: list[tuple[list[str], str]] = []
+    real = plots.grouped_bars
+    monkeypatch.setattr(plots, "grouped_bars", lambda fams, series, title, label, limits:
+                        drawn.append((list(fams), label)) or real(fams, series, title, label, limits))
+    page = render(report)
+    assert 'data-plot="asr"' in page and 'data-plot="asr-plus"' in page
+    by_label = {label: fams for fams, label in drawn}
+    assert by_label["ASR (%)"] == ["family-0 (R-)", "family-1 (R-)"]
+    assert by_label["invariance failures (%)"] == ["family-0 (R+)", "family-1 (R+)"]
+    for v in victim["variants"].values():  # no R+ family at all: no R+ chart
+        if v.get("available"):
+            v["asr"] = {f: e for f, e in v["asr"].items() if e["direction"] == "R-"}
+    assert 'data-plot="asr-plus"' not in render(report)
+
+
+def test_pooled_flags_cluster_by_context_so_the_interval_is_not_too_narrow() -> None:
+    from robusteval.compare.story import flagged_pooled
+    from robusteval.stats import wilson
+
+    def rated(j: int) -> list[Sample]:  # 10 contexts x 8 responses; the guard flags whole contexts
+        return [Sample(id=f"s{j}-{i}", task="dialogue", context=(f"c{j}-{i // 8}",), response="r",
+                       human={"overall": 1.0}, meta={"scales": {"overall": {"low": 0, "high": 4}}}) for i in range(80)]
+
+    correlation = {f"set-{j}": {"_flagged": flagged_summary(rated(j), [i < 24 for i in range(80)])} for j in range(2)}
+    assert correlation["set-0"]["_flagged"]["contexts"] == [[8, 8]] * 3 + [[8, 0]] * 7
+    pooled = flagged_pooled(correlation)
+    assert pooled is not None and (pooled["flagged"], pooled["n"], pooled["rate"]) == (48, 160, 0.3)
+    assert pooled["ci_method"] == "cluster-bootstrap" and pooled["sets"] == 2
+    lo, hi = wilson(48, 160)
+    assert pooled["ci"][0] < lo - 0.03 and pooled["ci"][1] > hi + 0.03  # 20 clusters, not 160 trials
+    for per in correlation.values():  # a report written before contexts were recorded: Wilson, said so
+        per["_flagged"].pop("contexts")
+    old = flagged_pooled(correlation)
+    assert old is not None and old["ci_method"] == "wilson" and old["ci"] == [round(x, 6) for x in (lo, hi)]
+
+
 # -- readable labels ------------------------------------------------------------------------
 def overlaps(boxes: list) -> bool:
     return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
@@ -243,7 +282,7 @@ def test_render_report_rewrites_the_pages_from_report_json(tmp_path, capsys) -> 
     (tmp_path / "report.json").write_text(json.dumps(report))
     again = render_report(tmp_path)
     assert again == report  # the toy config cannot be parsed: nothing added, report.json untouched
-    assert "no validity intervals added" in capsys.readouterr().err
+    assert "nothing added from the logs" in capsys.readouterr().err
     assert "Verdict: robustness and its validity cost" in (tmp_path / "report.html").read_text()
     assert "## Headline" in (tmp_path / "report.md").read_text()
 

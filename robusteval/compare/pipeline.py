@@ -184,7 +184,15 @@ def flagged_summary(samples: Sequence[Sample], flags: Sequence[bool]) -> dict[st
         vals = [v for v in vals if v is not None]
         return _r(float(np.mean(vals))) if vals else None
 
-    return {**flag_rate(flags, [s.context_key() for s in samples]), "aspect": aspect,
+    keys = [s.context_key() for s in samples]
+    per_context: dict[Any, list[int]] = {}
+    for key, f in zip(keys, flags, strict=True):
+        c = per_context.setdefault(key, [0, 0])
+        c[0] += 1
+        c[1] += bool(f)
+    return {**flag_rate(flags, keys), "aspect": aspect,
+            # [responses, flagged] per context, so flags pooled over sets keep their clustering
+            "contexts": sorted(per_context.values(), key=lambda c: (-c[1], -c[0])),
             "mean_rating_flagged": mean_rating(True), "mean_rating_unflagged": mean_rating(False)}
 
 

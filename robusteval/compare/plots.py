@@ -141,11 +141,13 @@ def grouped_bars_figure(groups: list[str], series: Series, title: str, value_lab
     return fig, tips
 
 
-def asr_bars(victim: dict[str, Any], title: str) -> str:
-    """Grouped bars: ASR per attack family, one bar per variant (no bar where nothing was
-    attacked: never a 0 % bar for an empty denominator)."""
+def asr_bars(victim: dict[str, Any], title: str, direction: str = "R-") -> str:
+    """Grouped bars: ASR per attack family of one ``direction``, one bar per variant (no bar
+    where nothing was attacked: never a 0 % bar for an empty denominator). R- families count
+    successes against the metric, R+ families count invariance failures; the two are drawn
+    on separate charts, never on one axis."""
     vs = [v for v, e in victim["variants"].items() if e.get("available")]
-    fams = sorted({f for v in vs for f in victim["variants"][v]["asr"]})
+    fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items() if e.get("direction") == direction})
     series = []
     for v in vs:
         prim = [(victim["variants"][v]["asr"].get(f) or {}).get("primary") or {} for f in fams]
@@ -154,7 +156,14 @@ def asr_bars(victim: dict[str, Any], title: str) -> str:
         err = [[max(0.0, val - 100 * lo) if val == val else 0.0 for val, (lo, _) in zip(vals, cis, strict=True)],
                [max(0.0, 100 * hi - val) if val == val else 0.0 for val, (_, hi) in zip(vals, cis, strict=True)]]
         series.append((LABEL[v], COLORS[v], vals, err))
-    return grouped_bars(fams, series, title, "ASR (%)", (0, 100))
+    label = "ASR (%)" if direction == "R-" else "invariance failures (%)"
+    return grouped_bars(fams, series, title, label, (0, 100))
+
+
+def has_direction(victim: dict[str, Any], direction: str) -> bool:
+    """Whether any available variant of ``victim`` has a family of ``direction``."""
+    return any(e.get("direction") == direction for v in victim["variants"].values() if v.get("available")
+               for e in v["asr"].values())
 
 
 def robustness_validity(points: list[dict[str, Any]], title: str) -> str:

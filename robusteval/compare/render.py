@@ -12,19 +12,30 @@ from typing import Any
 from robusteval.compare.story import DEFAULT_TOLERANCE, Tolerance
 
 
+def lacks_flag_contexts(victim: dict[str, Any]) -> bool:
+    """Whether a guarded variant's ``_flagged`` entries predate the per-context counts that
+    :func:`robusteval.compare.story.flagged_pooled` clusters its interval by."""
+    return any(isinstance(per, dict) and "_flagged" in per and "contexts" not in per["_flagged"]
+               for e in victim["variants"].values() if e.get("available")
+               for per in (e.get("correlation") or {}).values())
+
+
 def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None) -> list[str]:
-    """Adds the ``validity`` intervals (:func:`robusteval.compare.pipeline.add_validity`) to the
-    variants of a run made before they existed, from its logged scores and the correlation sets
-    named in its config. Returns the victims it filled; a config today's parser refuses or a
-    dataset that is not there leaves the report as it was (the HTML then shows the change
-    without an interval) and says why on stderr."""
+    """Adds what a run made before they existed lacks, from its logged scores and the
+    correlation sets named in its config: the ``validity`` intervals
+    (:func:`robusteval.compare.pipeline.add_validity`) and the per-context guard flags of the
+    rated responses (``_flagged.contexts``, :func:`add_flag_contexts`). Returns the victims it
+    filled; a config today's parser refuses or a dataset that is not there leaves the report as
+    it was (the HTML then shows the change without an interval, the flag rate with Wilson's
+    interval over responses) and says why on stderr."""
     from robusteval.compare.config import parse
     from robusteval.compare.pipeline import SuiteData, add_validity
     from robusteval.errors import RobustevalError
     from robusteval.results import slug
 
     todo = [(s, v) for s, suite in report["suites"].items() for v, victim in suite["victims"].items()
-            if any(e.get("available") and "validity" not in e for e in victim["variants"].values())]
+            if any(e.get("available") and "validity" not in e for e in victim["variants"].values())
+            or lacks_flag_contexts(victim)]
     if not todo:
         return []
     try:
@@ -32,15 +43,46 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
         specs = {s.name: s for s in cfg.suites}
         data = {name: SuiteData(specs[name], cfg, data_dir) for name in {s for s, _ in todo}}
     except (RobustevalError, KeyError, TypeError, ValueError) as exc:
-        print(f"render_report: no validity intervals added ({type(exc).__name__}: {exc})", file=sys.stderr)
+        print(f"render_report: nothing added from the logs ({type(exc).__name__}: {exc})", file=sys.stderr)
         return []
     done = []
     for sname, vname in todo:
         folder = out / slug(sname) / slug(vname)
-        add_validity(report["suites"][sname]["victims"][vname]["variants"], folder, data[sname].correlation,
-                     cfg.n_boot, cfg.seed)
+        variants = report["suites"][sname]["victims"][vname]["variants"]
+        if any(e.get("available") and "validity" not in e for e in variants.values()):
+            add_validity(variants, folder, data[sname].correlation, cfg.n_boot, cfg.seed)
+        add_flag_contexts(variants, folder, data[sname].correlation)
         done.append(f"{sname}/{vname}")
     return done
+
+
+def add_flag_contexts(variants: dict[str, Any], out: Path, sets: dict[str, list[Any]]) -> None:
+    """Recomputes each guarded variant's ``_flagged`` entry that lacks ``contexts`` from its
+    score log (``<variant>/scores/<set>.jsonl``, the guard's verdict per rated response) with
+    :func:`robusteval.compare.pipeline.flagged_summary`; kept only when it counts the same
+    flags over the same responses as the entry it replaces (else left as it was, with a
+    warning)."""
+    from robusteval.compare.pipeline import flagged_summary
+    from robusteval.results import read_jsonl, slug
+
+    for v, e in variants.items():
+        for set_name, per in (e.get("correlation") or {}).items() if e.get("available") else ():
+            old = per.get("_flagged") if isinstance(per, dict) else None
+            samples = sets.get(set_name)
+            if not old or "contexts" in old or not samples:
+                continue
+            log = out / v.replace("+", "_") / "scores" / f"{slug(set_name)}.jsonl"
+            rows = {r["id"]: r for r in read_jsonl(log) if "id" in r} if log.is_file() else {}
+            if any(s.id not in rows for s in samples):
+                print(f"render_report: {log} lacks rated responses; {v}'s flags on {set_name} keep Wilson's "
+                      "interval", file=sys.stderr)
+                continue
+            new = flagged_summary(samples, [bool((rows[s.id].get("guard") or {}).get("flagged")) for s in samples])
+            if (new["flagged"], new["n"]) != (old["flagged"], old["n"]):
+                print(f"render_report: {log} counts {new['flagged']}/{new['n']} flagged, the report "
+                      f"{old['flagged']}/{old['n']}; left as it was", file=sys.stderr)
+                continue
+            per["_flagged"] = new
 
 
 def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Tolerance = DEFAULT_TOLERANCE,

@@ -165,9 +165,14 @@ def render(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
                      f"({suite['n_attacked']} attacked test contexts)</h2>")
         for vname, victim in suite["victims"].items():
             parts.append(f"<h3>{esc(vname)} <small>({esc(victim['metric'])})</small></h3>")
-            parts.append(figure("asr", plots.asr_bars(victim, f"{vname}: ASR per attack family"),
-                                "Attack success rate per family and direction, before and after each defense; "
-                                "(R+) families count invariance failures."))
+            if plots.has_direction(victim, "R-"):
+                parts.append(figure("asr", plots.asr_bars(victim, f"{vname}: R- ASR per attack family", "R-"),
+                                    "R- attacks (text made worse): how often the metric was fooled, per family, "
+                                    "before and after each defense (lower is better)."))
+            if plots.has_direction(victim, "R+"):
+                parts.append(figure("asr-plus", plots.asr_bars(victim, f"{vname}: R+ invariance failures", "R+"),
+                                    "R+ rewrites (meaning kept): how often the score moved past the tolerance, per "
+                                    "family, before and after each defense (lower is better)."))
             for title, head, rows in family_sections(vname, victim):
                 parts.append(f"<h4>{esc(title)}</h4>")
                 parts.append(table(head, rows, "asr r-minus" if title.split(": ", 1)[1].startswith("R-")

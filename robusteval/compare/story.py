@@ -60,12 +60,29 @@ def rate_of(entry: dict[str, Any] | None) -> float | None:
 def flagged_pooled(correlation: dict[str, Any]) -> dict[str, Any] | None:
     """The guard's flags over every rated response of every correlation set (``_flagged``
     entries written by :func:`robusteval.compare.pipeline.flagged_summary`) as one
-    :func:`robusteval.stats.flag_rate` entry, or None for an unguarded variant."""
+    :func:`robusteval.stats.flag_rate` entry, or None for an unguarded variant.
+
+    The responses to one context are one cluster (their flags are not independent: one
+    guarded context often flags all of them), so the interval is the cluster bootstrap over
+    the contexts of every set (``contexts``: ``[responses, flagged]`` per context). A report
+    written before contexts were recorded falls back to Wilson over responses and says so
+    (``ci_method``)."""
     parts = [per["_flagged"] for per in correlation.values() if isinstance(per, dict) and "_flagged" in per]
     if not parts:
         return None
-    flags = [i < p["flagged"] for p in parts for i in range(p["n"])]
-    return {**flag_rate(flags), "sets": len(parts)}
+    flags: list[bool] = []
+    clusters: list[tuple[int, int]] | None = []
+    for j, p in enumerate(parts):
+        groups = p.get("contexts")
+        if groups is None or sum(g[0] for g in groups) != p["n"] or sum(g[1] for g in groups) != p["flagged"]:
+            clusters = None
+            flags += [i < p["flagged"] for i in range(p["n"])]
+            continue
+        for c, (n, k) in enumerate(groups):
+            flags += [i < k for i in range(n)]
+            if clusters is not None:
+                clusters += [(j, c)] * n
+    return {**flag_rate(flags, clusters), "sets": len(parts)}
 
 
 @dataclass
