@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from robusteval.detectors.base import Detector
 
+from robusteval import execution
 from robusteval.errors import DataFormatError
 from robusteval.types import Sample
 
@@ -204,15 +205,29 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
 
     keys = [key(s) for s in samples]
     todo = [i for i, k in enumerate(keys) if log is None or k not in log]
+    parts = [todo[start:start + chunk] for start in range(0, len(todo), chunk)]
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc or detector.name, unit="text",
               dynamic_ncols=True, leave=False) as bar:
         fresh: dict[str, float] = {}
-        for start in range(0, len(todo), chunk):
-            part = todo[start:start + chunk]
-            values = detector.detect([samples[i] for i in part])
+        for j, values in execution.current().map(DetectWorker, [detector], "run",
+                                                 [[samples[i] for i in part] for part in parts],
+                                                 desc=desc or detector.name,
+                                                 label=lambda chunk_: f"samples {chunk_[0].id!r}..{chunk_[-1].id!r}"):
+            part = parts[j]
             rows = [{"key": keys[i], "suspicion": float(v)} for i, v in zip(part, values, strict=True)]
             fresh.update((r["key"], r["suspicion"]) for r in rows)
             if log is not None:
                 log.append(rows)
             bar.update(len(part))
     return np.array([fresh[k] if k in fresh else log.rows[k]["suspicion"] for k in keys], dtype=float)
+
+
+class DetectWorker:
+    """A detector's suspicion of one chunk of samples: the unit of :func:`detect_logged` an
+    executor runs."""
+
+    def __init__(self, detector: Detector) -> None:
+        self.detector = detector
+
+    def run(self, part: Sequence[Sample]) -> list[float]:
+        return [float(v) for v in self.detector.detect(list(part))]

@@ -21,6 +21,10 @@ class DataFormatError(RobustevalError):
         self.path = str(path)
         self.line = line
         self.field = field
+        self._init = (path if isinstance(path, str) else str(path), message, line, field)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # pickled the way it was built (a Ray worker's error)
+        return type(self), self._init
 
 
 class InputError(RobustevalError):
@@ -30,6 +34,10 @@ class InputError(RobustevalError):
         super().__init__(f"sample {sample_id!r}, field {field!r}: {message}")
         self.sample_id = sample_id
         self.field = field
+        self._init = (sample_id, field, message)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # pickled the way it was built (a Ray worker's error)
+        return type(self), self._init
 
 
 class MissingResourceError(RobustevalError):

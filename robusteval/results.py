@@ -272,9 +272,12 @@ def provenance(config: dict[str, Any] | None = None) -> dict[str, Any]:
             pkgs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pkgs[name] = None
+    from robusteval import execution
+
     return {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(), "platform": platform.platform(),
-            "git_commit": git_commit(), "packages": pkgs, "config": config or {}}
+            "git_commit": git_commit(), "packages": pkgs, "config": config or {},
+            "execution": execution.current().describe()}  # where it ran (not part of any fingerprint)
 
 
 def guard_row(metric: Any, sample: Sample) -> dict[str, Any]:
@@ -340,7 +343,7 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     drops it and counts it (``dropped_nonfinite``) instead of the run aborting."""
     from tqdm import tqdm
 
-    from robusteval.metrics.base import score_or_refuse
+    from robusteval import execution
 
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
@@ -351,23 +354,38 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
     log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
     todo = [s for s in samples if s.id not in log]
+    chunks = [todo[start:start + chunk] for start in range(0, len(todo), chunk)]
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc, unit="sample",
               dynamic_ncols=True, leave=False) as bar:
-        for start in range(0, len(todo), chunk):
-            part = todo[start:start + chunk]
-            before = counters(metric)
-            scores, _ = score_or_refuse(metric, part)  # a refused response has no score (NaN), not an abort
-            delta = counter_delta(before, counters(metric))
-            rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(metric, s)}
-                    for s, v in zip(part, scores, strict=True)]
-            if delta:
-                rows[-1]["counters"] = delta
+        for _, rows in execution.current().map(ScoreWorker, [metric], "run", chunks, desc=desc,
+                                               label=lambda part: f"samples {part[0].id!r}..{part[-1].id!r}"):
             log.append(rows)
-            bar.update(len(part))
+            bar.update(len(rows))
     from robusteval.frames import export_tables
 
     export_tables(log_path, samples)  # <stem>.csv and .parquet beside the log, with the texts
     return np.array([np.nan if log.rows[i]["score"] is None else log.rows[i]["score"] for i in ids], dtype=float)
+
+
+class ScoreWorker:
+    """Scores one chunk of samples: the unit of :func:`score_with_log` an executor runs. Each
+    row is ``{id, score}`` (None for a refused response) with the guard's details; the last
+    row carries the change of the metric's counters over the chunk."""
+
+    def __init__(self, metric: Any) -> None:
+        self.metric = metric
+
+    def run(self, part: Sequence[Sample]) -> list[dict[str, Any]]:
+        from robusteval.metrics.base import score_or_refuse
+
+        before = counters(self.metric)
+        scores, _ = score_or_refuse(self.metric, part)  # a refused response has no score (NaN), not an abort
+        delta = counter_delta(before, counters(self.metric))
+        rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(self.metric, s)}
+                for s, v in zip(part, scores, strict=True)]
+        if delta:
+            rows[-1]["counters"] = delta
+        return rows
 
 
 def score_summary(log_path: Path, ids: Sequence[str]) -> dict[str, Any]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robusteval import execution
 from robusteval.aspects import metric_aspect
 from robusteval.attacks.base import Attack, ResultRow
 from robusteval.attacks.criteria import Criteria
@@ -145,8 +147,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     if gold_metric is not None and not isinstance(gold_metric, CachedVictim):
         gold_metric = ensure_metric(gold_metric)
     criteria = criteria or Criteria()
-    aspect_of_victim = metric_aspect(victim_metric)
-    victim = CachedVictim(victim_metric)
+    victim = CachedVictim(victim_metric)  # the driver's: fitting universal attacks only
     # a CachedVictim passed as the gold is used as is: one attack command with several victims
     # shares it, so the gold judges each (sample, text) once across victims
     gold = gold_metric if isinstance(gold_metric, CachedVictim) or gold_metric is None else CachedVictim(gold_metric)
@@ -171,11 +172,50 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
                disable=not progress, dynamic_ncols=True)
-    crit = criteria.describe()
-    for sample in samples:
-        pending = [a for a in attacks if result_key(a.name, sample.id) not in log]
-        if not pending:
-            continue
+    units = [(sample, pending) for sample in samples
+             if (pending := [a.name for a in attacks if result_key(a.name, sample.id) not in log])]
+    settings = AttackSettings(budget=budget, criteria=criteria, fitting_ids=frozenset(fitting_ids), dataset=dataset,
+                              victim_repro=victim_repro)
+    for _, rows in execution.current().map(AttackWorker, [victim_metric, gold, list(attacks), settings], "run",
+                                           units, desc=f"attacking {victim.name}",
+                                           label=lambda unit: f"sample {unit[0].id!r}"):
+        log.append(rows)  # one sample's results at a time: a kill loses at most the samples in flight
+        bar.update(len(rows))
+    bar.close()
+    from robusteval.frames import export_tables
+
+    export_tables(out_path, samples)  # results.csv and results.parquet beside it, with the texts
+    return log
+
+
+@dataclass(frozen=True)
+class AttackSettings:
+    """What every unit of one :func:`run_attacks` call shares, beside the victim and the attacks."""
+
+    budget: int
+    criteria: Criteria
+    fitting_ids: frozenset[str]
+    dataset: str | None
+    victim_repro: str
+
+
+class AttackWorker:
+    """Attacks one sample with its pending attacks: the unit of :func:`run_attacks` an
+    executor runs (built once per worker; the victim gets its own cache there, so its model
+    calls and cache hits per row are the same on every backend)."""
+
+    def __init__(self, victim_metric: Any, gold: Any, attacks: Sequence[Attack], settings: AttackSettings) -> None:
+        self.victim_metric = victim_metric
+        self.victim = CachedVictim(victim_metric)
+        self.gold = gold if gold is None or isinstance(gold, CachedVictim) else CachedVictim(gold)
+        self.attacks = {a.name: a for a in attacks}
+        self.settings = settings
+        self.aspect = metric_aspect(victim_metric)
+
+    def run(self, unit: tuple[Sample, list[str]]) -> list[dict[str, Any]]:
+        sample, names = unit
+        victim, gold, victim_metric, st = self.victim, self.gold, self.victim_metric, self.settings
+        criteria, crit = st.criteria, st.criteria.describe()
         counters0 = counters(victim_metric)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
@@ -187,9 +227,9 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below
         results = []
-        for attack in pending:
+        for attack in (self.attacks[n] for n in names):
             calls0, hits0 = victim.counters()
-            r = attack.run(sample, victim if attack.needs_victim else None, budget)
+            r = attack.run(sample, victim if attack.needs_victim else None, st.budget)
             calls1, hits1 = victim.counters()
             r.model_calls += calls1 - calls0
             r.cache_hits += hits1 - hits0
@@ -228,7 +268,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                 r.outcome, r.note = "original_floored", "the guard floored the clean original to 0"
             elif r.outcome == "attacked" and victim.is_rejected(sample, r.adversarial):
                 r.outcome, r.note, r.victim_after = "rejected", "the guard refused the adversarial text", None
-            r.success = criteria.judge(r, reference_score, aspect_of_victim)
+            r.success = criteria.judge(r, reference_score, self.aspect)
             r.meta.setdefault("reference_score", reference_score)
             guard_details = getattr(victim_metric, "details", None)
             if callable(guard_details):  # a guarded victim: its flags for both texts land in the row
@@ -236,19 +276,13 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
                                    "original": guard_details(sample),
                                    "adversarial": guard_details(sample.with_response(r.adversarial))
                                    if r.adversarial is not None else None}
-            if getattr(attack, "needs_fit", False) and sample.id in fitting_ids:
+            if getattr(attack, "needs_fit", False) and sample.id in st.fitting_ids:
                 r.meta["fitting_sample"] = True
-            r.key, r.dataset, r.victim, r.victim_repro = (result_key(attack.name, sample.id), dataset,
-                                                           victim.name, victim_repro)
+            r.key, r.dataset, r.victim, r.victim_repro = (result_key(attack.name, sample.id), st.dataset,
+                                                           victim.name, st.victim_repro)
             r.context_id, r.criteria = context_id(sample), crit
             rows.append(r.to_dict())
-            bar.update(1)
         delta = counter_delta(counters0, counters(victim_metric))
         if delta and rows:
             rows[-1]["meta"]["victim_counters"] = delta
-        log.append(rows)  # one sample's results at a time: a kill loses at most this sample
-    bar.close()
-    from robusteval.frames import export_tables
-
-    export_tables(out_path, samples)  # results.csv and results.parquet beside it, with the texts
-    return log
+        return rows

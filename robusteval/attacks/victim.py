@@ -39,6 +39,13 @@ class CachedVictim:
         self.cache_hits = 0
         self.batches = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Sent to another process (an executor's worker) as its metric -- or the recipe that
+        builds it (:func:`robusteval.execution.shippable`) -- with an empty cache."""
+        from robusteval.execution import shippable
+
+        return (_rebuild_cached, (shippable(self.metric), self.capacity))
+
     @property
     def name(self) -> str:
         return str(getattr(self.metric, "name", type(self.metric).__name__))
@@ -105,3 +112,9 @@ class CachedVictim:
 
     def counters(self) -> tuple[int, int]:
         return self.model_calls, self.cache_hits
+
+
+def _rebuild_cached(metric: Any, capacity: int) -> CachedVictim:
+    from robusteval.execution import unship
+
+    return CachedVictim(unship(metric), capacity)

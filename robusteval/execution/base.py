@@ -1,0 +1,94 @@
+"""The executor contract and the in-process executor.
+
+An executor maps one method of a *worker* over units of work: ``map(worker_cls, args,
+method, units)`` builds ``worker_cls(*args)`` once per worker and yields ``(index,
+result)`` for every unit, in the order they finish (the callers' logs are keyed, so order
+does not matter to them). :class:`LocalExecutor` builds the worker once, in this process,
+with the very objects given (no copy: a victim's counters and caches are the caller's).
+
+Objects shipped to other processes go as themselves (pickled by the executor's transport)
+unless they remember how they were built (:func:`remember_factory`, which
+:func:`robusteval.metrics.load` and the CLI's metric loader do): then only that recipe
+travels and each worker rebuilds the object itself -- on its own GPU, without the driver's
+weights crossing the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+FACTORY_ATTR = "_robusteval_factory"
+
+
+class Executor(Protocol):
+    name: str
+    workers: int
+
+    def map(self, worker_cls: Callable[..., Any], args: Sequence[Any], method: str, units: Sequence[Any],
+            desc: str = "", label: Callable[[Any], str] | None = None) -> Iterator[tuple[int, Any]]:
+        """``getattr(worker, method)(unit)`` for every unit, with one ``worker_cls(*args)``
+        per worker; yields ``(index of the unit, result)`` as units finish. ``desc`` and
+        ``label`` (a unit's name) go into the error when a unit cannot be run."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What a run's provenance records about where it ran (never part of a fingerprint:
+        the same run gives the same rows on any backend)."""
+        ...
+
+
+class LocalExecutor:
+    """Every unit in this process, in order, with one worker built from the caller's objects."""
+
+    name = "local"
+    workers = 1
+
+    def map(self, worker_cls: Callable[..., Any], args: Sequence[Any], method: str, units: Sequence[Any],
+            desc: str = "", label: Callable[[Any], str] | None = None) -> Iterator[tuple[int, Any]]:
+        if not units:
+            return
+        worker = worker_cls(*args)
+        run = getattr(worker, method)
+        for i, unit in enumerate(units):
+            yield i, run(unit)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "local"}
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """An object shipped as the recipe that builds it: ``factory()`` on the worker."""
+
+    factory: Callable[[], Any]
+
+
+def remember_factory(obj: Any, factory: Callable[[], Any]) -> Any:
+    """Records on ``obj`` a picklable zero-argument ``factory`` that builds an equal object,
+    so executors ship the recipe instead of the object. Returns ``obj``; an object that takes
+    no attributes is returned as it is (it then ships as itself)."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(obj, FACTORY_ATTR, factory)
+    return obj
+
+
+def recipe_of(obj: Any) -> Callable[[], Any] | None:
+    """The recipe :func:`remember_factory` recorded on ``obj`` itself -- never one a wrapper
+    forwards from the object it wraps (a guard that proxies attribute reads to its metric
+    would otherwise ship as the bare metric)."""
+    found = vars(obj).get(FACTORY_ATTR) if hasattr(obj, "__dict__") and not isinstance(obj, type) else None
+    return found if callable(found) else None
+
+
+def shippable(obj: Any) -> Any:
+    """What to send to a worker for ``obj``: its own recipe when it remembers one, else itself."""
+    factory = recipe_of(obj)
+    return Rebuild(factory) if factory is not None else obj
+
+
+def unship(obj: Any) -> Any:
+    """The object a worker uses for what :func:`shippable` sent."""
+    return obj.factory() if isinstance(obj, Rebuild) else obj
