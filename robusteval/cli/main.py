@@ -8,8 +8,9 @@ flag ends in one line ``robusteval <command>: error: ...`` (exit 2) before any w
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from jsonargparse import ArgumentParser
@@ -134,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
     try:
-        return int(cmd.run(cfg) or 0)
+        with executing(cfg):
+            return int(cmd.run(cfg) or 0)
     except (RobustevalError, FileExistsError, ValueError) as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
@@ -146,6 +148,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{where}: error: cannot write or read{at}: {exc.strerror or exc}; {resume_hint(cfg)}",
               file=sys.stderr)
         return 74  # EX_IOERR
+
+
+@contextlib.contextmanager
+def executing(cfg: Any) -> Iterator[None]:
+    """Runs the command's attack, scoring and detection loops on the backend its config names
+    (``--backend``, :class:`robusteval.config.common.Execution`); a local Ray instance started
+    for it is stopped afterwards."""
+    make = getattr(cfg, "executor", None)
+    if not callable(make) or getattr(cfg, "backend", "local") == "local":
+        yield
+        return
+    from robusteval import execution
+
+    executor = make()
+    try:
+        with execution.use(executor):
+            yield
+    finally:
+        shutdown = getattr(executor, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
 
 
 def resume_hint(cfg: Any) -> str:

@@ -4,12 +4,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from robusteval.attacks.criteria import Criteria
-from robusteval.config.common import DataSource, GuardConfig, MetricRef, Output, VictimConfig, names
+from robusteval.config.common import DataSource, Execution, GuardConfig, MetricRef, Output, VictimConfig, names
 from robusteval.config.parsing import Alias, ConfigError
 
 
 @dataclass(kw_only=True)
-class AttackConfig(DataSource, Output):
+class AttackConfig(DataSource, Output, Execution):
     """Attack one or more victim metrics on a dataset.
 
     Args:
@@ -69,6 +69,7 @@ class AttackConfig(DataSource, Output):
             raise ConfigError("need a victim metric, a dataset and attacks (flags or --config)")
         self.source()
         self.validate_out()
+        self.validate_execution()
         labels = [v.display() for v in victims]
         if len(set(labels)) != len(labels):
             raise ConfigError(f"victim labels must be unique: {labels}")

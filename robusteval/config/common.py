@@ -124,6 +124,48 @@ class Output:
             raise ConfigError("--out-dir is required")
 
 
+@dataclass(kw_only=True)
+class Execution:
+    """Where the run's units execute (never part of a run's fingerprint: every backend gives the
+    same rows, so a run started on one can be resumed on another).
+
+    Args:
+        backend: local (this process) or ray (Ray workers; pip install 'robusteval[ray]')
+        ray_address: a running Ray cluster (default: RAY_ADDRESS, else a local Ray instance starts)
+        workers: Ray workers (actors); each builds the victim once and attacks or scores its units
+        cpus_per_worker: CPUs Ray reserves for each worker
+        gpus_per_worker: GPUs Ray gives each worker (GPU victims; a fraction shares one GPU)
+        max_in_flight: the most units running at once across the cluster (e.g. an LLM endpoint's concurrency limit)
+    """
+
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    workers: int = 2
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
+    max_in_flight: int | None = None
+
+    def validate_execution(self) -> None:
+        if self.workers < 1:
+            raise ConfigError(f"workers: at least 1 (got {self.workers})")
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise ConfigError(f"max_in_flight: at least 1 (got {self.max_in_flight})")
+        if self.cpus_per_worker < 0 or self.gpus_per_worker < 0:
+            raise ConfigError("cpus_per_worker and gpus_per_worker cannot be negative")
+        if self.backend == "local" and self.ray_address:
+            raise ConfigError("--ray-address goes with --backend ray")
+
+    def executor(self) -> Any:
+        """The :mod:`robusteval.execution` executor these settings describe."""
+        from robusteval import execution
+
+        if self.backend == "local":
+            return execution.load("local")
+        return execution.load("ray", workers=self.workers, address=self.ray_address,
+                              cpus_per_worker=self.cpus_per_worker, gpus_per_worker=self.gpus_per_worker,
+                              max_in_flight=self.max_in_flight)
+
+
 def load_samples(spec: str, data_dir: str | None = None, limit: int | None = None,
                  columns: dict[str, str] | None = None, task: str | None = None,
                  split: str | None = None) -> list[Any]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robusteval.attacks.criteria import Criteria
-from robusteval.config.common import DetectorSpec, Output, Policy, names
+from robusteval.config.common import DetectorSpec, Execution, Output, Policy, names
 from robusteval.config.parsing import ConfigError, from_dict
 
 ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
@@ -306,7 +306,7 @@ class CompareConfig:
 
 
 @dataclass(kw_only=True)
-class CompareCommand(CompareConfig, Output):
+class CompareCommand(CompareConfig, Output, Execution):
     """``robusteval compare`` and ``robusteval quickstart``: the comparison config plus where
     the report goes.
 
@@ -322,6 +322,7 @@ class CompareCommand(CompareConfig, Output):
 
     def validate(self) -> None:
         self.validate_out()
+        self.validate_execution()
         if self.screenshot and not self.report_only:
             raise ConfigError("--screenshot goes with --report-only (it pictures a rendered report)")
         if self.report_only:

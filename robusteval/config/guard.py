@@ -2,14 +2,14 @@
 
 from dataclasses import dataclass, field
 
-from robusteval.config.common import DetectorSpec, Output
+from robusteval.config.common import DetectorSpec, Execution, Output
 from robusteval.config.parsing import Alias, ConfigError
 
 DEFAULT_CLEAN = ["summeval-references", "dailydialog-good", "usr-topicalchat-ground-truth"]
 
 
 @dataclass(kw_only=True)
-class GuardCommon(Output):
+class GuardCommon(Output, Execution):
     """Args:
         detectors: detector names, "module:attr" or {name, options} (default: every registered detector)
         clean: clean sets: shipped clean-set names, or any dataset (name, file, hf:NAME) whose texts are clean
@@ -22,6 +22,7 @@ class GuardCommon(Output):
 
     def validate(self) -> None:
         self.validate_out()
+        self.validate_execution()
         if not self.clean:
             raise ConfigError("clean: give at least one clean set")
 

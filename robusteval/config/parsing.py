@@ -18,7 +18,10 @@ from jsonargparse import ActionConfigFile, ArgumentParser, Namespace
 
 from robusteval.errors import RobustevalError
 
-OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot")  # not part of a run's fingerprint
+# not part of a run's fingerprint: where the output goes, and where the work runs (every backend
+# gives the same rows; robusteval.config.common.Execution)
+EXECUTION_KEYS = ("backend", "ray_address", "workers", "cpus_per_worker", "gpus_per_worker", "max_in_flight")
+OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot", *EXECUTION_KEYS)
 
 
 class ConfigError(RobustevalError):

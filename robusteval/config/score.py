@@ -3,12 +3,12 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from robusteval.config.common import DataSource, GuardConfig, Output
+from robusteval.config.common import DataSource, Execution, GuardConfig, Output
 from robusteval.config.parsing import Alias, ConfigError
 
 
 @dataclass(kw_only=True)
-class ScoreConfig(DataSource, Output):
+class ScoreConfig(DataSource, Output, Execution):
     """Score samples with one metric.
 
     Args:
@@ -28,6 +28,7 @@ class ScoreConfig(DataSource, Output):
             raise ConfigError("--metric is required")
         self.source()
         self.validate_out()
+        self.validate_execution()
         if self.guard is not None:
             self.guard.validate()
 
