@@ -59,16 +59,33 @@ def load(name: str | type[Detector], thresholds: str | os.PathLike[str] | None =
          **options: Any) -> Detector:
     """Detector ``name`` (registered, a plugin's, ``module:Class``, or a Detector class) with
     ``options``; a calibrated threshold from ``thresholds`` if given."""
+    from functools import partial
+
+    from robusteval.execution import remember_factory
+
     _import_all()
     factory = name if isinstance(name, type) and issubclass(name, Detector) else DETECTORS.get(name)
     det: Detector = factory(**options)
     if thresholds is not None:
         apply_thresholds(det, read_thresholds(thresholds), thresholds)
+        thresholds = os.path.abspath(thresholds)
+    # the recipe a Ray worker rebuilds it from (robusteval.execution), wherever it runs
+    return remember_factory(det, partial(load, name, thresholds, **options))
+
+
+def _thresholded(factory: Any, thresholds: str) -> Detector:
+    det = factory()
+    apply_thresholds(det, read_thresholds(thresholds), thresholds)
     return det
 
 
 def resolve(detectors: Sequence[Any], thresholds: str | os.PathLike[str] | None = None) -> list[Detector]:
     """Detector objects from names, ``{name, options}`` dicts or Detector objects."""
+    from functools import partial
+
+    from robusteval.execution import remember_factory
+    from robusteval.execution.base import recipe_of
+
     table = read_thresholds(thresholds) if thresholds is not None else None
     out: list[Detector] = []
     for d in detectors:
@@ -83,6 +100,9 @@ def resolve(detectors: Sequence[Any], thresholds: str | os.PathLike[str] | None 
                             f"got {d!r}")
         if table is not None and thresholds is not None:
             apply_thresholds(det, table, thresholds)
+            recipe = recipe_of(det)
+            if recipe is not None:  # rebuilt on a worker with the same thresholds
+                remember_factory(det, partial(_thresholded, recipe, os.path.abspath(thresholds)))
         out.append(det)
     return out
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,11 @@ class GuardedMetric(Metric):
         self.scored = 0
         self._details: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self._refuse = True  # policy reject: raise GuardRejection (False inside screened())
+        from robusteval.execution import recipe_of, remember_factory
+
+        parts = [recipe_of(metric), *(recipe_of(d) for d in self.detectors)]
+        if all(p is not None for p in parts):  # a Ray worker builds the same guard from its parts' recipes
+            remember_factory(self, partial(_rebuild_guard, parts[0], parts[1:], policy, penalty, self.thresholds))
 
     def __getattr__(self, item: str) -> Any:
         # the wrapped metric's settings (e.g. ``aspect`` of an LLM judge) show through
@@ -253,3 +259,8 @@ class GuardedMetric(Metric):
             "policy": self.policy, "penalty": self.penalty, "thresholds_file": self.thresholds,
             "scored": self.scored, "flagged": dict(self.flag_counts),
             "detectors": [d.report() for d in self.detectors]}}
+
+
+def _rebuild_guard(metric: Any, detectors: Sequence[Any], policy: str, penalty: float,
+                   thresholds: str | None) -> GuardedMetric:
+    return GuardedMetric(metric(), [d() for d in detectors], policy=policy, penalty=penalty, thresholds=thresholds)

@@ -72,6 +72,14 @@ class SmoothedMetric(Metric):
         self.metric = metric
         self.perturbation = load(perturbation, **perturbation_options)
         self.n, self.seed, self.alpha = int(n), int(seed), float(alpha)
+        from functools import partial
+
+        from robusteval.execution import recipe_of, remember_factory
+
+        inner = recipe_of(metric)
+        if inner is not None and isinstance(perturbation, str):  # what a Ray worker rebuilds it from
+            remember_factory(self, partial(_rebuild_smoothed, inner, perturbation, self.n, self.seed, self.alpha,
+                                           perturbation_options))
         self.name = f"smoothed-{metric.name}"  # type: ignore[misc]
         self.requires_reference = metric.requires_reference  # type: ignore[misc]
         self.tasks = metric.tasks  # type: ignore[misc]
@@ -230,6 +238,11 @@ def certified_fraction(radii: Sequence[int], radius: int) -> dict[str, Any]:
     from robusteval.stats import proportion
 
     return proportion([int(r) >= radius for r in radii], names=("certified", "rate"))
+
+
+def _rebuild_smoothed(metric: Any, perturbation: str, n: int, seed: int, alpha: float,
+                      options: dict[str, Any]) -> SmoothedMetric:
+    return SmoothedMetric(metric(), perturbation, n=n, seed=seed, alpha=alpha, **options)
 
 
 def smooth(metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,

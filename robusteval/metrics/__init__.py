@@ -50,11 +50,17 @@ def info(name: str) -> dict[str, Any]:
 
 
 def load(spec: Any, **options: Any) -> Metric:
-    """The metric ``spec`` names or is (see the module docstring), built with ``options``."""
+    """The metric ``spec`` names or is (see the module docstring), built with ``options``. A
+    metric loaded by name remembers the recipe (:func:`robusteval.execution.remember_factory`),
+    so a Ray worker builds its own copy -- on its own device -- instead of receiving this one."""
     if not isinstance(spec, str):
         return as_metric(spec, **options)
     _import_all()
-    return METRICS.get(spec)(**options)
+    from functools import partial
+
+    from robusteval.execution import remember_factory
+
+    return remember_factory(METRICS.get(spec)(**options), partial(load, spec, **options))
 
 
 from robusteval.metrics.base import as_reward_fn as as_reward_fn  # noqa: E402  (the TRL reward function)
