@@ -41,11 +41,15 @@ def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float] | None:
 
 
 def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: int) -> list[np.ndarray]:
-    """``n_boot`` resamples of row indices drawn by whole cluster (with replacement)."""
+    """``n_boot`` resamples of row indices drawn by whole cluster (with replacement). The
+    clusters are numbered in sorted order of their labels, not in order of appearance, so the
+    same rows in another order (a log written as Ray workers finished) resample alike and give
+    the same interval."""
     groups: dict[Hashable, list[int]] = {}
     for i, c in enumerate(clusters):
         groups.setdefault(c, []).append(i)
-    members = [np.asarray(v, dtype=int) for v in groups.values()]
+    order = sorted(groups, key=lambda c: (type(c).__name__, repr(c)))
+    members = [np.asarray(groups[c], dtype=int) for c in order]
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n_boot):

@@ -372,3 +372,18 @@ def test_correlation_drops_nonfinite_pairs_and_resamples_contexts() -> None:
     assert e["n"] == 29 and e["dropped_nonfinite"] == 1  # the NaN pair is not counted in n
     assert e["spearman"]["r"] is not None and e["spearman"]["ci95"] is not None  # one NaN no longer voids it
     assert e["ci_method"] == "context-bootstrap" and e["n_contexts"] == 10
+
+
+def test_cluster_intervals_do_not_depend_on_the_order_of_the_rows() -> None:
+    """A log written by Ray workers holds the same rows in another order: same interval."""
+    from robusteval.stats import mean_ci, proportion
+
+    verdicts = [i % 3 == 0 for i in range(60)]
+    clusters = [f"c{i // 4}" for i in range(60)]
+    values = [float(i % 7) for i in range(60)]
+    perm = np.random.default_rng(1).permutation(60)
+    a = proportion(verdicts, clusters, n_boot=300, seed=0)
+    b = proportion([verdicts[i] for i in perm], [clusters[i] for i in perm], n_boot=300, seed=0)
+    assert a == b and a["ci_method"] == "cluster-bootstrap"
+    assert mean_ci(values, clusters, n_boot=300, seed=0) == mean_ci([values[i] for i in perm],
+                                                                    [clusters[i] for i in perm], n_boot=300, seed=0)
