@@ -182,7 +182,8 @@ class EvaluatorModule(pl.LightningModule):
         o = dict(zip(paired, orig, strict=True))
         for i, it in enumerate(items):
             self._eval_rows.append({"kind": it.kind, "dataset": it.dataset, "family": it.family,
-                                    "pred": float(pred[i]), "target": it.target, "orig": o.get(i)})
+                                    "pred": float(pred[i]), "target": it.target, "orig": o.get(i),
+                                    "key": f"{it.kind}|{it.dataset}|{it.family}|{it.sample.id}|{it.sample.response}"})
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._collect(batch)
@@ -199,7 +200,7 @@ class EvaluatorModule(pl.LightningModule):
     def _log_eval(self, prefix: str) -> None:
         from scipy.stats import spearmanr
 
-        rows, self._eval_rows = self._eval_rows, []
+        rows, self._eval_rows = self._all_ranks(self._eval_rows), []
         by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rows:
             if r["kind"] == "human":
@@ -243,6 +244,21 @@ class EvaluatorModule(pl.LightningModule):
             tol = Criteria().invariance_tolerance / 100.0
             self.log(f"{prefix}_invariance_failures",
                      float(proportion([abs(r["pred"] - r["orig"]) > tol for r in same])["rate"]))
+
+    def _all_ranks(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every rank's evaluation rows (under DDP each rank saw a shard, and the distributed
+        sampler pads the shards with repeats): gathered, each item once, in a fixed order, so
+        Spearman and the rates are computed on the whole split by every rank alike."""
+        world = getattr(self._trainer, "world_size", 1) if self._trainer is not None else 1
+        if world <= 1 or not torch.distributed.is_available() or not torch.distributed.is_initialized():
+            return rows
+        parts: list[Any] = [None] * world
+        torch.distributed.all_gather_object(parts, rows)
+        seen: dict[str, dict[str, Any]] = {}
+        for part in parts:
+            for r in part or []:
+                seen.setdefault(r["key"], r)
+        return [seen[k] for k in sorted(seen)]
 
     # -- checkpoints ----------------------------------------------------------------------
     @classmethod
