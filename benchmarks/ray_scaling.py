@@ -1,26 +1,28 @@
 """Throughput of the Ray backend (issue 18): an attack campaign on this machine with the local
 backend and with 1 and 2 Ray workers, and the Ray overhead per unit of work.
 
-``campaign``: ``--samples`` rated DailyDialog-Zhao-style dialogue samples (robusteval's shipped
-quickstart set, no data folder needed) x the attacks in ``ATTACKS`` (static rules, one victim
-query each, plus the master-keys search, which queries the victim up to ``--budget`` times)
-against a real victim (``--metric``: ``bertscore`` = BERTScore on the shipped MiniLM,
+``campaign``: the first ``--samples`` of ``--dataset`` (default robusteval's shipped quickstart
+dialogues, 24 samples; ``dailydialog-zhao`` with ``--data-dir`` for more) x the attacks in
+``ATTACKS`` (static rules, one victim query each, plus the master-keys search, which queries
+the victim up to ``--budget`` times) against a real victim (``--metric``, its ``--option
+KEY=VALUE``: ``bertscore`` = BERTScore on the shipped MiniLM,
 compute-bound; ``rougeL``, light, overhead-bound). Every measurement is cold: a fresh victim
 and fresh attacks (metrics.load / attacks.load, no score cache carried over), a fresh results
 log, the same samples and attacks on every side; the local victim's load is timed with its
-run (each Ray worker loads its own copy inside the timed map). The Ray instance is started
+run (each Ray worker loads its own copy inside the timed map); one untimed local score first
+brings the imports and the model files into memory for every side alike. The Ray instance is started
 once (its start is reported apart) and reused. Sides alternate per repeat (local, ray-1,
 ray-2, then again), medians over ``--repeats``. Reported: wall seconds, rows/s, and the steady
 rate after the first sample came back (what an added worker buys once the workers are up);
-ratios against the local backend in the same run; and a check that every side's rows are the
-local rows.
+ratios against the local backend in the same run; and checks that every side's rows are the
+local rows (exactly, and in outcome, verdicts and texts, with the largest score difference).
 
 ``overhead``: ``--units`` no-op units (a worker method that returns its argument) through the
 local executor and through 1 Ray worker: the Ray time per unit is the cost a unit pays for
 being shipped, scheduled and returned (plus the one-time actor start, reported apart).
 
-    .venv/bin/python benchmarks/ray_scaling.py campaign --metric bertscore --samples 24
-    .venv/bin/python benchmarks/ray_scaling.py overhead --units 2000
+    .venv/bin/python benchmarks/ray_scaling.py [--json OUT.json] campaign --metric bertscore --samples 24
+    .venv/bin/python benchmarks/ray_scaling.py [--json OUT.json] overhead --units 2000
 """
 
 from __future__ import annotations
@@ -46,14 +48,15 @@ class Echo:
         return unit
 
 
-def timed_campaign(side: str, metric: str, samples: list[Any], budget: int, folder: Path) -> dict[str, Any]:
+def timed_campaign(side: str, metric: str, options: dict[str, str], samples: list[Any], budget: int,
+                   folder: Path) -> dict[str, Any]:
     from robusteval import attacks, execution, metrics
     from robusteval.attacks.runner import run_attacks
 
     executor = execution.load("local") if side == "local" else execution.load("ray", workers=int(side[-1]))
     start = time.perf_counter()
     first: list[float] = []
-    victim = metrics.load(metric)  # fresh: no cache from an earlier side
+    victim = metrics.load(metric, **options)  # fresh: no cache from an earlier side
     chosen = [attacks.load(a) for a in ATTACKS]
 
     with execution.use(executor):
@@ -79,9 +82,11 @@ def timed_campaign(side: str, metric: str, samples: list[Any], budget: int, fold
 def campaign(args: argparse.Namespace) -> dict[str, Any]:
     import ray
 
-    from robusteval import data
+    from robusteval import data, metrics
 
-    samples = data.load("quickstart-dialogue")[: args.samples]
+    samples = data.load(args.dataset, args.data_dir)[: args.samples]
+    # untimed: the imports and the model files into memory, for every side alike
+    metrics.load(args.metric, **args.options).score(samples[:1])
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     ray_start = time.perf_counter() - t0
@@ -92,13 +97,20 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             for side in sides:
                 folder = Path(tmp) / f"{rep}"
                 folder.mkdir(exist_ok=True)
-                runs[side].append(timed_campaign(side, args.metric, samples, args.budget, folder))
+                runs[side].append(timed_campaign(side, args.metric, args.options, samples, args.budget, folder))
                 r = runs[side][-1]
                 print(f"  repeat {rep} {side:<6} {r['wall_s']:7.2f} s  {r['rows_per_s']:6.2f} rows/s  steady "
                       f"{r['steady_rows_per_s'] or float('nan'):6.2f} rows/s", flush=True)
     ray.shutdown()
     local_rows = runs["local"][0]["rows_digest"]
     same = all(r["rows_digest"] == local_rows for s in sides for r in runs[s])
+
+    def verdicts(rows: dict[str, Any]) -> dict[str, Any]:
+        return {k: (r["outcome"], r["success"], r["adversarial"]) for k, r in rows.items()}
+
+    same_verdicts = all(verdicts(r["rows_digest"]) == verdicts(local_rows) for s in sides for r in runs[s])
+    worst = max(abs((r["rows_digest"][k]["victim_after"] or 0.0) - (local_rows[k]["victim_after"] or 0.0))
+                for s in sides for r in runs[s] for k in local_rows)
     table = {}
     for s in sides:
         med = {k: statistics.median(r[k] for r in runs[s]) for k in ("wall_s", "rows_per_s", "steady_rows_per_s")}
@@ -108,8 +120,10 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         for k in ("rows_per_s", "steady_rows_per_s"):
             table[s][f"{k}_vs_local"] = round(table[s][k] / table["local"][k], 3)
         table[s]["steady_vs_ray1"] = round(table[s]["steady_rows_per_s"] / table["ray-1"]["steady_rows_per_s"], 3)
-    return {"metric": args.metric, "samples": len(samples), "attacks": list(ATTACKS), "budget": args.budget,
-            "repeats": args.repeats, "ray_start_s": round(ray_start, 2), "rows_equal_local": same, "sides": table}
+    return {"metric": args.metric, "options": args.options, "dataset": args.dataset, "samples": len(samples),
+            "attacks": list(ATTACKS), "budget": args.budget,
+            "repeats": args.repeats, "ray_start_s": round(ray_start, 2), "rows_equal_local": same,
+            "verdicts_and_texts_equal_local": same_verdicts, "largest_score_difference": worst, "sides": table}
 
 
 def overhead(args: argparse.Namespace) -> dict[str, Any]:
@@ -146,6 +160,9 @@ def main() -> None:
     sub = ap.add_subparsers(dest="what", required=True)
     c = sub.add_parser("campaign")
     c.add_argument("--metric", default="bertscore")
+    c.add_argument("--option", action="append", default=[], help="KEY=VALUE metric option (repeatable)")
+    c.add_argument("--dataset", default="quickstart-dialogue")
+    c.add_argument("--data-dir", default=None)
     c.add_argument("--samples", type=int, default=24)
     c.add_argument("--budget", type=int, default=20)
     c.add_argument("--repeats", type=int, default=2)
@@ -153,6 +170,7 @@ def main() -> None:
     o.add_argument("--units", type=int, default=2000)
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args()
+    args.options = dict(o.split("=", 1) for o in getattr(args, "option", []))
     result = campaign(args) if args.what == "campaign" else overhead(args)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
