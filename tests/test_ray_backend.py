@@ -230,3 +230,21 @@ def test_an_object_that_cannot_travel_is_named(cluster, tmp_path) -> None:
     with execution.use(execution.load("ray", workers=2)), \
             pytest.raises(RobustevalError, match=r"cannot send Locked locked \(cannot pickle .*lock.*\) to Ray workers; load it by name"):
         score_with_log(Locked(), make_samples(4), tmp_path / "scores.jsonl", resume=False)
+
+
+def test_actors_and_a_victim_built_from_its_recipe_serve_every_stage(cluster, tmp_path) -> None:
+    """Two attack stages in one ``use`` block: the two actors build the victim once each (not
+    once per stage), and the block's end stops them."""
+    from robusteval import metrics
+
+    builds = tmp_path / "builds.txt"
+    victim = metrics.load("ray_helpers:CountedBuilds", log=str(builds))  # the driver's own copy: one line
+    ex = execution.load("ray", workers=2)
+    with execution.use(ex):
+        first = campaign(tmp_path / "stage1.jsonl", victim)
+        actors = list(ex._actors)
+        second = campaign(tmp_path / "stage2.jsonl", victim)
+        assert ex._actors == actors  # the same actors served the second stage
+    pids = builds.read_text().split()
+    assert pids.count(str(os.getpid())) == 1 and len(pids) == 1 + 2  # one build per worker, for both stages
+    assert first == second and ex._actors == []  # released when the block ended

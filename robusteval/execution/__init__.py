@@ -51,9 +51,13 @@ def current() -> Executor:
 
 @contextlib.contextmanager
 def use(executor: Executor) -> Iterator[Executor]:
-    """Run the block's attack, scoring and detection loops on ``executor``."""
+    """Run the block's attack, scoring and detection loops on ``executor``; when the block
+    ends its workers are released (a Ray executor's actors stop and free their CPUs)."""
     token = _CURRENT.set(executor)
     try:
         yield executor
     finally:
         _CURRENT.reset(token)
+        release = getattr(executor, "release", None)
+        if callable(release):
+            release()

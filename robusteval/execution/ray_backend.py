@@ -1,10 +1,13 @@
 """The Ray backend: a run's units on Ray actors, one worker object per actor.
 
-Each actor builds the worker (a victim with its attacks, a metric, a detector) once, from
-the recipe or the pickled objects :func:`robusteval.execution.shippable` gives, then serves
-units until the map ends. The driver keeps at most one unit in flight per actor (so the
-number of actors is the run's concurrency: ``max_in_flight`` caps it, which is how an LLM
-endpoint's rate limit is kept across the cluster), takes results as they finish and alone
+The executor starts its actors on first use and keeps them for every later map (every stage
+of a comparison) until :meth:`RayExecutor.release` -- which ``execution.use`` calls when its
+block ends. Each map ships its worker's arguments once (the objects, or the recipes
+:func:`robusteval.execution.shippable` gives); an actor builds the map's worker when the first
+of its units arrives, and keeps the objects it built from recipes, so a victim is loaded once
+per worker, not once per stage or unit. The driver keeps at most one unit in flight per actor
+(so the number of actors is the run's concurrency: ``max_in_flight`` caps it, which is how an
+LLM endpoint's rate limit is kept across the cluster), takes results as they finish and alone
 writes the log. A worker that dies is restarted by Ray and its unit retried (``retries``
 times); a unit that still fails raises :class:`robusteval.errors.RobustevalError` naming it,
 after every finished unit was already yielded (and logged by the caller), so ``--resume``
@@ -17,34 +20,58 @@ with enough CPUs for the workers.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
 import pickle
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from robusteval.errors import MissingResourceError, RobustevalError
-from robusteval.execution.base import shippable, unship
+from robusteval.execution.base import Rebuild, shippable, unship
 
 _HOST: Any = None
 
 
 class WorkerHost:
-    """The actor body: one worker, built on first use from the shipped arguments."""
+    """The actor body. An actor lives for the executor's whole life and serves every map:
+    each unit names its map (``token``) and carries a reference to the map's worker arguments,
+    so the actor builds the map's worker when the token changes -- also after Ray restarted it.
+    Objects that travel as recipes are built once per actor and kept (the last ``KEEP``), so a
+    victim is loaded once per worker for all the stages of a comparison, as one local process
+    loads it once."""
 
-    def __init__(self, worker_cls: Callable[..., Any], args: Sequence[Any], method: str) -> None:
-        self._build = (worker_cls, args, method)
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._token: str | None = None
         self._run: Callable[[Any], Any] | None = None
+        self._built: OrderedDict[str, Any] = OrderedDict()
 
-    def run(self, index: int, unit: Any) -> tuple[int, Any]:
-        if self._run is None:
-            worker_cls, args, method = self._build
-            self._run = getattr(worker_cls(*[unship(a) for a in args]), method)
+    def run(self, token: str, setup: list[Any], index: int, unit: Any) -> tuple[int, Any]:
+        if token != self._token or self._run is None:
+            import ray
+
+            worker_cls, args, method = ray.get(setup[0])
+            self._run = getattr(worker_cls(*[self._object(a) for a in args]), method)
+            self._token = token
         return index, self._run(unit)
 
-    def pid(self) -> int:
-        return os.getpid()
+    def _object(self, shipped: Any) -> Any:
+        if not isinstance(shipped, Rebuild):
+            return unship(shipped)
+        from ray import cloudpickle
+
+        key = hashlib.sha256(cloudpickle.dumps(shipped.factory)).hexdigest()
+        if key not in self._built:
+            self._built[key] = unship(shipped)
+            while len(self._built) > self.KEEP:
+                self._built.popitem(last=False)
+        self._built.move_to_end(key)
+        return self._built[key]
 
 
 def unshippable(objects: Sequence[Any], exc: BaseException) -> str:
@@ -108,6 +135,7 @@ class RayExecutor:
         self.cpus_per_worker, self.gpus_per_worker = cpus_per_worker, gpus_per_worker
         self.max_in_flight, self.retries, self.runtime_env = max_in_flight, retries, runtime_env
         self.started_here = False
+        self._actors: list[Any] = []
 
     def ensure_started(self) -> None:
         """Connect to the cluster, or start a local one, unless Ray already runs here."""
@@ -132,16 +160,16 @@ class RayExecutor:
         from ray.exceptions import RayActorError, RayTaskError
 
         shipped = [shippable(a) for a in args]
-        host = _host_class(ray).options(num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker,
-                                        max_restarts=self.retries, max_task_retries=self.retries)
         try:
-            actors = [host.remote(worker_cls, shipped, method) for _ in range(min(self.workers, len(units)))]
+            setup = [ray.put((worker_cls, shipped, method))]  # in a list: each actor fetches it when it needs it
         except (TypeError, AttributeError, pickle.PicklingError) as exc:
             raise RobustevalError(f"{desc or method}: cannot send {unshippable(shipped, exc)} to Ray workers; load "
                                   "it by name (metrics.load, detectors.load) so each worker builds its own, or make "
                                   "it picklable") from exc
-        idle, pending = list(actors), {}
+        token = uuid.uuid4().hex
+        idle, pending = list(self._pool())[: len(units)], {}
         queue = iter(enumerate(units))
+        failed = True
         try:
             while True:
                 while idle:
@@ -149,8 +177,9 @@ class RayExecutor:
                     if nxt is None:
                         break
                     actor = idle.pop()
-                    pending[actor.run.remote(*nxt)] = (actor, nxt[0])
+                    pending[actor.run.remote(token, setup, *nxt)] = (actor, nxt[0])
                 if not pending:
+                    failed = False
                     return
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 actor, index = pending.pop(ref)
@@ -166,8 +195,22 @@ class RayExecutor:
                 idle.append(actor)
                 yield result
         finally:
-            for actor in actors:
-                ray.kill(actor, no_restart=True)
+            if failed or pending:  # an error, or the caller stopped early: the next map starts afresh
+                self.release()
+
+    def _pool(self) -> list[Any]:
+        """The executor's actors, started on first use and kept for every later map."""
+        if not self._actors:
+            host = _host_class(self.ray).options(num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker,
+                                                 max_restarts=self.retries, max_task_retries=self.retries)
+            self._actors = [host.remote() for _ in range(self.workers)]
+        return self._actors
+
+    def release(self) -> None:
+        """Stop this executor's actors (and what they built); the next map starts new ones."""
+        for actor in self._actors:
+            self.ray.kill(actor, no_restart=True)
+        self._actors = []
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "ray", "workers": self.workers, "address": self.address or "local",
@@ -175,7 +218,10 @@ class RayExecutor:
                 "max_in_flight": self.max_in_flight}
 
     def shutdown(self) -> None:
-        """Stop the local Ray instance this executor started (a cluster it joined keeps running)."""
+        """Stop this executor's actors, and the local Ray instance it started (a cluster it
+        joined keeps running)."""
+        if self._actors and self.ray.is_initialized():
+            self.release()
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()
             self.started_here = False
