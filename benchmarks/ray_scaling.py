@@ -146,9 +146,7 @@ def overhead(args: argparse.Namespace) -> dict[str, Any]:
                 first = time.perf_counter() - start
             got.append(v)
         wall = time.perf_counter() - start
-        release = getattr(ex, "release", None)
-        if callable(release):
-            release()
+        ex.release()
         assert sorted(got) == units
         assert first is not None
         per = (wall - first) / max(1, len(units) - 1)

@@ -209,10 +209,13 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc or detector.name, unit="text",
               dynamic_ncols=True, leave=False) as bar:
         fresh: dict[str, float] = {}
-        for j, values in execution.current().map(DetectWorker, [detector], "run",
-                                                 [[samples[i] for i in part] for part in parts],
-                                                 desc=desc or detector.name,
-                                                 label=lambda chunk_: f"samples {chunk_[0].id!r}..{chunk_[-1].id!r}"):
+        executor = execution.current()
+        for j, (values, fallbacks) in executor.map(DetectWorker, [detector], "run",
+                                                   [[samples[i] for i in part] for part in parts],
+                                                   desc=desc or detector.name,
+                                                   label=lambda chunk_: f"samples {chunk_[0].id!r}..{chunk_[-1].id!r}"):
+            if not executor.in_process:  # a copy counted them: this detector's report() tells them
+                detector.fallbacks.update(fallbacks)
             part = parts[j]
             rows = [{"key": keys[i], "suspicion": float(v)} for i, v in zip(part, values, strict=True)]
             fresh.update((r["key"], r["suspicion"]) for r in rows)
@@ -229,5 +232,8 @@ class DetectWorker:
     def __init__(self, detector: Detector) -> None:
         self.detector = detector
 
-    def run(self, part: Sequence[Sample]) -> list[float]:
-        return [float(v) for v in self.detector.detect(list(part))]
+    def run(self, part: Sequence[Sample]) -> tuple[list[float], dict[str, int]]:
+        """The chunk's suspicions and the fallbacks the detector counted on it."""
+        before = dict(self.detector.fallbacks)
+        values = [float(v) for v in self.detector.detect(list(part))]
+        return values, {k: n - before.get(k, 0) for k, n in self.detector.fallbacks.items() if n != before.get(k, 0)}

@@ -263,4 +263,7 @@ class GuardedMetric(Metric):
 
 def _rebuild_guard(metric: Any, detectors: Sequence[Any], policy: str, penalty: float,
                    thresholds: str | None) -> GuardedMetric:
-    return GuardedMetric(metric(), [d() for d in detectors], policy=policy, penalty=penalty, thresholds=thresholds)
+    from robusteval.execution.base import build
+
+    return GuardedMetric(build(metric), [build(d) for d in detectors], policy=policy, penalty=penalty,
+                         thresholds=thresholds)

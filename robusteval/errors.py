@@ -4,7 +4,21 @@ from __future__ import annotations
 
 
 class RobustevalError(Exception):
-    """Base class of every error robusteval raises on purpose."""
+    """Base class of every error robusteval raises on purpose.
+
+    Pickles as its message and attributes, whatever its subclass's constructor takes, so an
+    error raised on a Ray worker reaches the driver as the same error."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild_error, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild_error(cls: type[RobustevalError], args: tuple[object, ...],
+                   state: dict[str, object]) -> RobustevalError:
+    err = Exception.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class DataFormatError(RobustevalError):
@@ -21,10 +35,6 @@ class DataFormatError(RobustevalError):
         self.path = str(path)
         self.line = line
         self.field = field
-        self._init = (path if isinstance(path, str) else str(path), message, line, field)
-
-    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # pickled the way it was built (a Ray worker's error)
-        return type(self), self._init
 
 
 class InputError(RobustevalError):
@@ -34,10 +44,6 @@ class InputError(RobustevalError):
         super().__init__(f"sample {sample_id!r}, field {field!r}: {message}")
         self.sample_id = sample_id
         self.field = field
-        self._init = (sample_id, field, message)
-
-    def __reduce__(self) -> tuple[type, tuple[object, ...]]:  # pickled the way it was built (a Ray worker's error)
-        return type(self), self._init
 
 
 class MissingResourceError(RobustevalError):

@@ -48,7 +48,10 @@ def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: i
     groups: dict[Hashable, list[int]] = {}
     for i, c in enumerate(clusters):
         groups.setdefault(c, []).append(i)
-    order = sorted(groups, key=lambda c: (type(c).__name__, repr(c)))
+    try:
+        order = sorted(groups)  # type: ignore[type-var]  # positions stay in their own order
+    except TypeError:  # labels of mixed types
+        order = sorted(groups, key=lambda c: (type(c).__name__, repr(c)))
     members = [np.asarray(groups[c], dtype=int) for c in order]
     rng = np.random.default_rng(seed)
     out = []

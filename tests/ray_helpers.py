@@ -10,7 +10,8 @@ from toy import LengthMetric
 
 from robusteval import Sample
 
-ATTACKS = ("generic-hello", "reversed-words", "repeat-words", "previous-utterance-prefix", "judge-master-keys")
+ATTACKS = ("generic-hello", "reversed-words", "repeat-words", "previous-utterance-prefix", "judge-master-keys",
+           "null-model")  # null-model is fitted on the driver: its fitted state must reach the workers
 
 
 def make_samples(n: int) -> list[Sample]:

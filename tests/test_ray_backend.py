@@ -45,16 +45,26 @@ def cluster():
 
 
 def rows_by_key(rows) -> dict[str, dict]:
+    """Rows by key, each once, without their wall time; a fitting sample's row (left out of
+    every ASR) without its call counts too: the driver's cache is warm from fitting, a
+    worker's is not (robusteval.attacks.victim.CachedVictim.__reduce__)."""
     out = {}
     for r in rows:
         if "_fingerprint" in r:
             continue
         assert r["key"] not in out, f"duplicated row {r['key']}"
-        out[r["key"]] = {k: v for k, v in r.items() if k not in VOLATILE}
+        fitting = r["meta"].get("fitting_sample")
+        drop = (*VOLATILE, "model_calls", "cache_hits") if fitting else VOLATILE
+        out[r["key"]] = {k: v for k, v in r.items() if k not in drop}
+        if fitting:
+            out[r["key"]]["meta"] = {k: v for k, v in r["meta"].items() if k != "victim_counters"}
     return out
 
 
 def campaign(path: Path, victim, n: int = 12) -> dict[str, dict]:
+    """``path``'s stem names the run's own folder (its fitted.json too: a fitted attack found
+    there would be loaded, not fitted, and its fitting scores would not be in the cache)."""
+    path = path.parent / path.stem / "results.jsonl"
     chosen = [attacks.load(a) for a in ATTACKS]
     return rows_by_key(run_attacks(make_samples(n), chosen, victim, path, progress=False, budget=20))
 
@@ -83,7 +93,7 @@ def test_a_unit_whose_worker_always_dies_is_named_and_finished_rows_stay(cluster
     with execution.use(execution.load("ray", workers=1, retries=0)), \
             pytest.raises(RobustevalError, match=r"sample 's5' failed on a Ray worker that died 1 times"):
         campaign(tmp_path / "ray.jsonl", CrashOnce(str(tmp_path / "marker"), always=True))
-    kept = rows_by_key(read_jsonl(tmp_path / "ray.jsonl"))
+    kept = rows_by_key(read_jsonl(tmp_path / "ray" / "results.jsonl"))
     assert kept and all(r["sample_id"] != "s5" for r in kept.values())  # finished samples are on disk
 
 
@@ -117,11 +127,14 @@ def rows_by_key_id(path: Path) -> dict[str, dict]:
     return {r["id"]: r for r in read_jsonl(path) if "id" in r}
 
 
-def write_dataset(path: Path, n: int) -> Path:
+def write_dataset(path: Path, n: int, no_context_every: int = 0) -> Path:
+    """``make_samples(n)`` as a JSONL file; with ``no_context_every`` some rows have no context."""
     with path.open("w", encoding="utf-8") as fh:
-        for s in make_samples(n):
-            fh.write(json.dumps({"id": s.id, "context": list(s.context), "response": s.response},
-                                ensure_ascii=False) + "\n")
+        for i, s in enumerate(make_samples(n)):
+            row = {"id": s.id, "response": s.response}
+            if not (no_context_every and i % no_context_every == 0):
+                row["context"] = list(s.context)
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 
@@ -181,19 +194,21 @@ def test_max_in_flight_caps_the_workers() -> None:
 
 
 def test_cli_guard_calibrate_and_score_on_ray_equal_local(cluster, tmp_path) -> None:
-    data = write_dataset(tmp_path / "clean.jsonl", 60)
+    data = write_dataset(tmp_path / "rated.jsonl", 60)
+    clean = write_dataset(tmp_path / "clean.jsonl", 60, no_context_every=3)  # context_copy: not applicable there
     runs = {}
     for side, extra in (("local", []), ("ray", ["--backend", "ray", "--workers", "2"])):
         out = tmp_path / side
-        assert main(["guard", "calibrate", "--detectors", "nonalnum,speaker_tag", "--clean", str(data),
+        assert main(["guard", "calibrate", "--detectors", "nonalnum,speaker_tag,context_copy", "--clean", str(clean),
                      "--target-fpr", "0.2", "--out-dir", str(out / "guard"), *extra]) == 0
         assert main(["score", "--metric", "rougeL", "-o", "against=context", "--dataset", str(data), "--task",
                      "dialogue", "--guard", "nonalnum", "--guard-policy", "floor", "--out-dir", str(out / "score"),
                      *extra]) == 0
         table = json.loads((out / "guard" / "thresholds.json").read_text())
-        table.pop("provenance")
+        assert table.pop("provenance")["execution"]["backend"] == side  # the backend really switched
         runs[side] = (table, rows_by_key_id(out / "score" / "scores.jsonl"))
     assert runs["ray"] == runs["local"]
+    assert runs["ray"][0]["detectors"]["context_copy"]["report"]["fallbacks"]  # counted on the workers, reported
 
 
 def test_a_guarded_victim_ships_with_its_guard(cluster, tmp_path) -> None:

@@ -68,7 +68,7 @@ def load_victim(kind: str, export: str, model_args: dict[str, Any], options: dic
     """The trained evaluator as a robusteval metric (what attacks query)."""
     from robusteval import metrics
 
-    opts = {"device": auto_device(), **(options or {})}
+    opts = {"device": "auto", **(options or {})}  # resolved where the victim is built (a Ray worker's GPU)
     if kind == "boolqa":
         return metrics.load("unieval", model=model_args["checkpoint"], adapter=str(Path(export) / "adapter"),
                             task=model_args.get("task", "dialogue"),

@@ -147,7 +147,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     if gold_metric is not None and not isinstance(gold_metric, CachedVictim):
         gold_metric = ensure_metric(gold_metric)
     criteria = criteria or Criteria()
-    victim = CachedVictim(victim_metric)  # the driver's: fitting universal attacks only
+    victim = CachedVictim(victim_metric)
     # a CachedVictim passed as the gold is used as is: one attack command with several victims
     # shares it, so the gold judges each (sample, text) once across victims
     gold = gold_metric if isinstance(gold_metric, CachedVictim) or gold_metric is None else CachedVictim(gold_metric)
@@ -176,7 +176,7 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
              if (pending := [a.name for a in attacks if result_key(a.name, sample.id) not in log])]
     settings = AttackSettings(budget=budget, criteria=criteria, fitting_ids=frozenset(fitting_ids), dataset=dataset,
                               victim_repro=victim_repro)
-    for _, rows in execution.current().map(AttackWorker, [victim_metric, gold, list(attacks), settings], "run",
+    for _, rows in execution.current().map(AttackWorker, [victim, gold, list(attacks), settings], "run",
                                            units, desc=f"attacking {victim.name}",
                                            label=lambda unit: f"sample {unit[0].id!r}"):
         log.append(rows)  # one sample's results at a time: a kill loses at most the samples in flight
@@ -201,16 +201,18 @@ class AttackSettings:
 
 class AttackWorker:
     """Attacks one sample with its pending attacks: the unit of :func:`run_attacks` an
-    executor runs (built once per worker; the victim gets its own cache there, so its model
-    calls and cache hits per row are the same on every backend)."""
+    executor runs, built once per worker. In process it uses the caller's cached victim and
+    gold, as the runner always did (their caches hold what fitting scored); another process
+    gets them with empty caches (:meth:`CachedVictim.__reduce__`)."""
 
-    def __init__(self, victim_metric: Any, gold: Any, attacks: Sequence[Attack], settings: AttackSettings) -> None:
-        self.victim_metric = victim_metric
-        self.victim = CachedVictim(victim_metric)
-        self.gold = gold if gold is None or isinstance(gold, CachedVictim) else CachedVictim(gold)
+    def __init__(self, victim: CachedVictim, gold: CachedVictim | None, attacks: Sequence[Attack],
+                 settings: AttackSettings) -> None:
+        self.victim_metric = victim.metric
+        self.victim = victim
+        self.gold = gold
         self.attacks = {a.name: a for a in attacks}
         self.settings = settings
-        self.aspect = metric_aspect(victim_metric)
+        self.aspect = metric_aspect(victim.metric)
 
     def run(self, unit: tuple[Sample, list[str]]) -> list[dict[str, Any]]:
         sample, names = unit

@@ -41,7 +41,10 @@ class CachedVictim:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Sent to another process (an executor's worker) as its metric -- or the recipe that
-        builds it (:func:`robusteval.execution.shippable`) -- with an empty cache."""
+        builds it (:func:`robusteval.execution.shippable`) -- with an empty cache: a cached score
+        without the guard's record of that scoring would leave the row without the guard's
+        details. (So a fitting sample's row, left out of every ASR, can count a model call on a
+        worker where the driver's cache, warm from fitting, counts a hit.)"""
         from robusteval.execution import shippable
 
         return (_rebuild_cached, (shippable(self.metric), self.capacity))

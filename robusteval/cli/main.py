@@ -166,9 +166,7 @@ def executing(cfg: Any) -> Iterator[None]:
         with execution.use(executor):
             yield
     finally:
-        shutdown = getattr(executor, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
+        executor.shutdown()
 
 
 def resume_hint(cfg: Any) -> str:

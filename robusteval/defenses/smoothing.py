@@ -242,7 +242,9 @@ def certified_fraction(radii: Sequence[int], radius: int) -> dict[str, Any]:
 
 def _rebuild_smoothed(metric: Any, perturbation: str, n: int, seed: int, alpha: float,
                       options: dict[str, Any]) -> SmoothedMetric:
-    return SmoothedMetric(metric(), perturbation, n=n, seed=seed, alpha=alpha, **options)
+    from robusteval.execution.base import build
+
+    return SmoothedMetric(build(metric), perturbation, n=n, seed=seed, alpha=alpha, **options)
 
 
 def smooth(metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,

@@ -58,6 +58,4 @@ def use(executor: Executor) -> Iterator[Executor]:
         yield executor
     finally:
         _CURRENT.reset(token)
-        release = getattr(executor, "release", None)
-        if callable(release):
-            release()
+        executor.release()

@@ -16,6 +16,9 @@ weights crossing the network.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import pickle
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +29,7 @@ FACTORY_ATTR = "_robusteval_factory"
 class Executor(Protocol):
     name: str
     workers: int
+    in_process: bool  # the worker is the caller's own objects (no copy)
 
     def map(self, worker_cls: Callable[..., Any], args: Sequence[Any], method: str, units: Sequence[Any],
             desc: str = "", label: Callable[[Any], str] | None = None) -> Iterator[tuple[int, Any]]:
@@ -39,12 +43,21 @@ class Executor(Protocol):
         the same run gives the same rows on any backend)."""
         ...
 
+    def release(self) -> None:
+        """Stop the workers (the next map starts new ones)."""
+        ...
+
+    def shutdown(self) -> None:
+        """Stop the workers and whatever the executor started for them."""
+        ...
+
 
 class LocalExecutor:
     """Every unit in this process, in order, with one worker built from the caller's objects."""
 
     name = "local"
     workers = 1
+    in_process = True
 
     def map(self, worker_cls: Callable[..., Any], args: Sequence[Any], method: str, units: Sequence[Any],
             desc: str = "", label: Callable[[Any], str] | None = None) -> Iterator[tuple[int, Any]]:
@@ -57,6 +70,12 @@ class LocalExecutor:
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local"}
+
+    def release(self) -> None:
+        """Nothing to stop: the worker was the caller's own objects."""
+
+    def shutdown(self) -> None:
+        """Nothing to stop."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,26 @@ def shippable(obj: Any) -> Any:
     return Rebuild(factory) if factory is not None else obj
 
 
+_BUILT: OrderedDict[str, Any] = OrderedDict()
+KEEP_BUILT = 4
+
+
+def build(factory: Callable[[], Any]) -> Any:
+    """``factory()``, built once per process for equal recipes (the last :data:`KEEP_BUILT`
+    kept): a worker that serves every stage of a comparison loads a victim once, and a guard
+    or a smoother built from recipes wraps that same victim, as one local process does."""
+    try:
+        key = hashlib.sha256(pickle.dumps(factory)).hexdigest()
+    except (pickle.PicklingError, TypeError, AttributeError):  # a recipe pickle cannot key: built each time
+        return factory()
+    if key not in _BUILT:
+        _BUILT[key] = factory()
+        while len(_BUILT) > KEEP_BUILT:
+            _BUILT.popitem(last=False)
+    _BUILT.move_to_end(key)
+    return _BUILT[key]
+
+
 def unship(obj: Any) -> Any:
     """The object a worker uses for what :func:`shippable` sent."""
-    return obj.factory() if isinstance(obj, Rebuild) else obj
+    return build(obj.factory) if isinstance(obj, Rebuild) else obj

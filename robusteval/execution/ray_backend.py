@@ -20,18 +20,17 @@ with enough CPUs for the workers.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import logging
 import math
 import os
 import pickle
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from robusteval.errors import MissingResourceError, RobustevalError
-from robusteval.execution.base import Rebuild, shippable, unship
+from robusteval.execution.base import shippable, unship
 
 _HOST: Any = None
 
@@ -40,38 +39,22 @@ class WorkerHost:
     """The actor body. An actor lives for the executor's whole life and serves every map:
     each unit names its map (``token``) and carries a reference to the map's worker arguments,
     so the actor builds the map's worker when the token changes -- also after Ray restarted it.
-    Objects that travel as recipes are built once per actor and kept (the last ``KEEP``), so a
-    victim is loaded once per worker for all the stages of a comparison, as one local process
-    loads it once."""
-
-    KEEP = 4
+    Objects that travel as recipes are built once per process (:func:`robusteval.execution.base.build`),
+    so a victim is loaded once per worker for all the stages of a comparison, as one local
+    process loads it once."""
 
     def __init__(self) -> None:
         self._token: str | None = None
         self._run: Callable[[Any], Any] | None = None
-        self._built: OrderedDict[str, Any] = OrderedDict()
 
     def run(self, token: str, setup: list[Any], index: int, unit: Any) -> tuple[int, Any]:
         if token != self._token or self._run is None:
             import ray
 
             worker_cls, args, method = ray.get(setup[0])
-            self._run = getattr(worker_cls(*[self._object(a) for a in args]), method)
+            self._run = getattr(worker_cls(*[unship(a) for a in args]), method)
             self._token = token
         return index, self._run(unit)
-
-    def _object(self, shipped: Any) -> Any:
-        if not isinstance(shipped, Rebuild):
-            return unship(shipped)
-        from ray import cloudpickle
-
-        key = hashlib.sha256(cloudpickle.dumps(shipped.factory)).hexdigest()
-        if key not in self._built:
-            self._built[key] = unship(shipped)
-            while len(self._built) > self.KEEP:
-                self._built.popitem(last=False)
-        self._built.move_to_end(key)
-        return self._built[key]
 
 
 def unshippable(objects: Sequence[Any], exc: BaseException) -> str:
@@ -119,6 +102,7 @@ class RayExecutor:
     """
 
     name = "ray"
+    in_process = False
 
     def __init__(self, workers: int = 2, address: str | None = None, cpus_per_worker: float = 1.0,
                  gpus_per_worker: float = 0.0, max_in_flight: int | None = None, retries: int = 3,
@@ -145,7 +129,11 @@ class RayExecutor:
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                                    "runtime_env": self.runtime_env}
         if self.address:
-            ray.init(address=self.address, **options)
+            try:
+                ray.init(address=self.address, **options)
+            except (ConnectionError, RuntimeError, TimeoutError) as exc:
+                raise MissingResourceError(f"cannot join the Ray cluster at {self.address} ({exc}); is `ray start "
+                                           "--head` running there, and is the address right?") from exc
         else:
             need = math.ceil(self.workers * self.cpus_per_worker)
             ray.init(num_cpus=max(os.cpu_count() or 1, need), **options)
@@ -157,7 +145,7 @@ class RayExecutor:
             return
         ray = self.ray
         self.ensure_started()
-        from ray.exceptions import RayActorError, RayTaskError
+        from ray.exceptions import RayActorError, RayError, RayTaskError
 
         shipped = [shippable(a) for a in args]
         try:
@@ -185,32 +173,57 @@ class RayExecutor:
                 actor, index = pending.pop(ref)
                 try:
                     result = ray.get(ref)
-                except RayTaskError as exc:  # the worker's own code raised: the same exception here
-                    raise exc.as_instanceof_cause() from None
+                except RayTaskError as exc:  # the worker's own code raised: the same exception, as it was raised
+                    cause = exc.cause
+                    if isinstance(cause, Exception) and not isinstance(cause, RayError):
+                        raise cause from None
+                    raise self._failed(desc or method, label, units[index], index, exc) from exc
                 except RayActorError as exc:
-                    what = label(units[index]) if label else f"unit {index}"
-                    raise RobustevalError(f"{desc or method}: {what} failed on a Ray worker that died "
-                                          f"{self.retries + 1} times ({type(exc).__name__}: {exc}); the finished "
-                                          "units are logged, --resume continues from them") from exc
+                    raise self._failed(desc or method, label, units[index], index, exc, died=True) from exc
+                except RayError as exc:  # e.g. an error that could not be sent back
+                    raise self._failed(desc or method, label, units[index], index, exc) from exc
                 idle.append(actor)
                 yield result
         finally:
             if failed or pending:  # an error, or the caller stopped early: the next map starts afresh
                 self.release()
 
+    def _failed(self, what: str, label: Callable[[Any], str] | None, unit: Any, index: int, exc: BaseException,
+                died: bool = False) -> RobustevalError:
+        name = label(unit) if label else f"unit {index}"
+        how = f"on a Ray worker that died {self.retries + 1} times" if died else "on a Ray worker"
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        return RobustevalError(f"{what}: {name} failed {how} ({type(exc).__name__}: {first}); the finished units "
+                               "are logged, --resume continues from them")
+
     def _pool(self) -> list[Any]:
-        """The executor's actors, started on first use and kept for every later map."""
+        """The executor's actors, started on first use and kept for every later map. A dead
+        actor is restarted as often as needed; a unit it was running is retried ``retries``
+        times."""
         if not self._actors:
+            self._check_resources()
             host = _host_class(self.ray).options(num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker,
-                                                 max_restarts=self.retries, max_task_retries=self.retries)
+                                                 max_restarts=-1, max_task_retries=self.retries)
             self._actors = [host.remote() for _ in range(self.workers)]
         return self._actors
 
+    def _check_resources(self) -> None:
+        """Refuses, instead of waiting forever, workers the cluster cannot place."""
+        total = self.ray.cluster_resources()
+        for what, each in (("CPU", self.cpus_per_worker), ("GPU", self.gpus_per_worker)):
+            need, have = self.workers * each, float(total.get(what, 0.0))
+            if need > have + 1e-9:
+                raise RobustevalError(f"{self.workers} Ray workers x {each:g} {what} need {need:g} {what}s; the "
+                                      f"cluster has {have:g}: lower --workers or --{what.lower()}s-per-worker, or "
+                                      "add nodes")
+
     def release(self) -> None:
-        """Stop this executor's actors (and what they built); the next map starts new ones."""
-        for actor in self._actors:
-            self.ray.kill(actor, no_restart=True)
-        self._actors = []
+        """Stop this executor's actors (and what they built); the next map starts new ones.
+        Never raises: it runs while another error may be on its way out."""
+        actors, self._actors = self._actors, []
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor, no_restart=True)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "ray", "workers": self.workers, "address": self.address or "local",
@@ -223,5 +236,6 @@ class RayExecutor:
         if self._actors and self.ray.is_initialized():
             self.release()
         if self.started_here and self.ray.is_initialized():
-            self.ray.shutdown()
+            with contextlib.suppress(Exception):  # never masks the error a run is stopping with
+                self.ray.shutdown()
             self.started_here = False

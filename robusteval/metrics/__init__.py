@@ -52,7 +52,8 @@ def info(name: str) -> dict[str, Any]:
 def load(spec: Any, **options: Any) -> Metric:
     """The metric ``spec`` names or is (see the module docstring), built with ``options``. A
     metric loaded by name remembers the recipe (:func:`robusteval.execution.remember_factory`),
-    so a Ray worker builds its own copy -- on its own device -- instead of receiving this one."""
+    so a Ray worker builds its own copy instead of receiving this one; ``device="auto"`` means
+    cuda where the metric is built when there is a GPU, else cpu."""
     if not isinstance(spec, str):
         return as_metric(spec, **options)
     _import_all()
@@ -60,7 +61,12 @@ def load(spec: Any, **options: Any) -> Metric:
 
     from robusteval.execution import remember_factory
 
-    return remember_factory(METRICS.get(spec)(**options), partial(load, spec, **options))
+    built = options
+    if options.get("device") == "auto":  # resolved where it is built: a GPU worker's recipe says "auto" too
+        import torch
+
+        built = {**options, "device": "cuda" if torch.cuda.is_available() else "cpu"}
+    return remember_factory(METRICS.get(spec)(**built), partial(load, spec, **options))
 
 
 from robusteval.metrics.base import as_reward_fn as as_reward_fn  # noqa: E402  (the TRL reward function)
