@@ -102,8 +102,11 @@ def test_worker_errors_come_back_as_the_same_exception(cluster, tmp_path) -> Non
 
     bad = make_samples(3)
     bad[1] = bad[1].with_response("\u200b")  # invisible-only text: the metric refuses it by name
-    with execution.use(execution.load("ray", workers=2)), pytest.raises(InputError, match="s1"):
-        score_with_log(LengthMetric(), bad, tmp_path / "scores.jsonl", resume=False)
+    with pytest.raises(InputError) as local:
+        score_with_log(LengthMetric(), bad, tmp_path / "local.jsonl", resume=False)
+    with execution.use(execution.load("ray", workers=2)), pytest.raises(InputError) as remote:
+        score_with_log(LengthMetric(), bad, tmp_path / "ray.jsonl", resume=False)
+    assert str(remote.value) == str(local.value) and remote.value.sample_id == "s1"  # no remote traceback in it
 
 
 def test_scoring_and_detection_on_ray_equal_local(cluster, tmp_path) -> None:
