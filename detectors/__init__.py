@@ -73,8 +73,8 @@ def load(name: str | type[Detector], thresholds: str | os.PathLike[str] | None =
     return remember_factory(det, partial(load, name, thresholds, **options))
 
 
-def _thresholded(factory: Any, thresholds: str) -> Detector:
-    det = factory()
+def _thresholded(recipe: Any, thresholds: str) -> Detector:
+    det = recipe.factory()  # a fresh detector: thresholds are applied to it in place
     apply_thresholds(det, read_thresholds(thresholds), thresholds)
     return det
 

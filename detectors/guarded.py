@@ -263,7 +263,7 @@ class GuardedMetric(Metric):
 
 def _rebuild_guard(metric: Any, detectors: Sequence[Any], policy: str, penalty: float,
                    thresholds: str | None) -> GuardedMetric:
-    from robusteval.execution.base import build
+    from robusteval.execution.base import unship
 
-    return GuardedMetric(build(metric), [build(d) for d in detectors], policy=policy, penalty=penalty,
+    return GuardedMetric(unship(metric), [unship(d) for d in detectors], policy=policy, penalty=penalty,
                          thresholds=thresholds)

@@ -266,3 +266,11 @@ def test_actors_and_a_victim_built_from_its_recipe_serve_every_stage(cluster, tm
     pids = builds.read_text().split()
     assert pids.count(str(os.getpid())) == 1 and len(pids) == 1 + 2  # one build per worker, for both stages
     assert first == second and ex._actors == []  # released when the block ended
+    # another driver object from the same recipe (a checkpoint folder the next round rewrote)
+    # is built anew on the workers, as the driver built it anew
+    builds.write_text("")
+    again = metrics.load("ray_helpers:CountedBuilds", log=str(builds))
+    with execution.use(ex):
+        campaign(tmp_path / "stage3.jsonl", victim)
+        campaign(tmp_path / "stage4.jsonl", again)
+    assert len(builds.read_text().split()) == 1 + 2 + 2

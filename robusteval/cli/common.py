@@ -82,18 +82,11 @@ def load_metric(name: str, options: dict[str, Any] | None = None, guard: Any = N
     metric = metrics.load(name, **(options or {}))
     if guard is None:
         return metric
-    import dataclasses
-    import os
-    from functools import partial
-
     from robusteval import detectors
-    from robusteval.execution import remember_factory
 
-    guarded = detectors.guard(metric, guard.detectors, policy=guard.policy, penalty=guard.penalty,
-                              thresholds=guard.thresholds)
-    if guard.thresholds:  # the recipe a Ray worker rebuilds the guard from, whatever its folder
-        guard = dataclasses.replace(guard, thresholds=os.path.abspath(guard.thresholds))
-    return remember_factory(guarded, partial(load_metric, name, options, guard))
+    # the guard remembers how to rebuild itself from its parts' recipes (a Ray worker builds it)
+    return detectors.guard(metric, guard.detectors, policy=guard.policy, penalty=guard.penalty,
+                           thresholds=guard.thresholds)
 
 
 def write_outputs(out: Path, stem: str, report: dict[str, Any], markdown: str, extra: Sequence[Path] = ()) -> None:

@@ -242,9 +242,9 @@ def certified_fraction(radii: Sequence[int], radius: int) -> dict[str, Any]:
 
 def _rebuild_smoothed(metric: Any, perturbation: str, n: int, seed: int, alpha: float,
                       options: dict[str, Any]) -> SmoothedMetric:
-    from robusteval.execution.base import build
+    from robusteval.execution.base import unship
 
-    return SmoothedMetric(build(metric), perturbation, n=n, seed=seed, alpha=alpha, **options)
+    return SmoothedMetric(unship(metric), perturbation, n=n, seed=seed, alpha=alpha, **options)
 
 
 def smooth(metric: Metric, perturbation: str | Perturbation = "synonym", n: int = 32, seed: int = 0,

@@ -16,8 +16,7 @@ weights crossing the network.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import pickle
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -80,9 +79,13 @@ class LocalExecutor:
 
 @dataclass(frozen=True)
 class Rebuild:
-    """An object shipped as the recipe that builds it: ``factory()`` on the worker."""
+    """An object shipped as the recipe that builds it: ``factory()`` on the worker. ``token``
+    names the driver's object: a worker builds one object per token and reuses it for every
+    stage, as the driver reuses its one object; another driver object -- even from the same
+    recipe, say a checkpoint folder rewritten by the next training round -- is built anew."""
 
     factory: Callable[[], Any]
+    token: str
 
 
 def remember_factory(obj: Any, factory: Callable[[], Any]) -> Any:
@@ -90,44 +93,41 @@ def remember_factory(obj: Any, factory: Callable[[], Any]) -> Any:
     so executors ship the recipe instead of the object. Returns ``obj``; an object that takes
     no attributes is returned as it is (it then ships as itself)."""
     with contextlib.suppress(AttributeError, TypeError):
-        setattr(obj, FACTORY_ATTR, factory)
+        setattr(obj, FACTORY_ATTR, Rebuild(factory, uuid.uuid4().hex))
     return obj
 
 
-def recipe_of(obj: Any) -> Callable[[], Any] | None:
+def recipe_of(obj: Any) -> Rebuild | None:
     """The recipe :func:`remember_factory` recorded on ``obj`` itself -- never one a wrapper
     forwards from the object it wraps (a guard that proxies attribute reads to its metric
     would otherwise ship as the bare metric)."""
     found = vars(obj).get(FACTORY_ATTR) if hasattr(obj, "__dict__") and not isinstance(obj, type) else None
-    return found if callable(found) else None
+    return found if isinstance(found, Rebuild) else None
 
 
 def shippable(obj: Any) -> Any:
     """What to send to a worker for ``obj``: its own recipe when it remembers one, else itself."""
-    factory = recipe_of(obj)
-    return Rebuild(factory) if factory is not None else obj
+    recipe = recipe_of(obj)
+    return recipe if recipe is not None else obj
 
 
 _BUILT: OrderedDict[str, Any] = OrderedDict()
-KEEP_BUILT = 4
+KEEP_BUILT = 8
 
 
-def build(factory: Callable[[], Any]) -> Any:
-    """``factory()``, built once per process for equal recipes (the last :data:`KEEP_BUILT`
-    kept): a worker that serves every stage of a comparison loads a victim once, and a guard
-    or a smoother built from recipes wraps that same victim, as one local process does."""
-    try:
-        key = hashlib.sha256(pickle.dumps(factory)).hexdigest()
-    except (pickle.PicklingError, TypeError, AttributeError):  # a recipe pickle cannot key: built each time
-        return factory()
-    if key not in _BUILT:
-        _BUILT[key] = factory()
+def build(recipe: Rebuild) -> Any:
+    """The object ``recipe`` builds, once per process per driver object (its ``token``; the
+    last :data:`KEEP_BUILT` kept): a worker that serves every stage of a comparison loads a
+    victim once, and a guard or a smoother built from recipes wraps that same victim, as the
+    driver's guard wraps its one victim."""
+    if recipe.token not in _BUILT:
+        _BUILT[recipe.token] = recipe.factory()
         while len(_BUILT) > KEEP_BUILT:
             _BUILT.popitem(last=False)
-    _BUILT.move_to_end(key)
-    return _BUILT[key]
+    _BUILT.move_to_end(recipe.token)
+    return _BUILT[recipe.token]
 
 
 def unship(obj: Any) -> Any:
     """The object a worker uses for what :func:`shippable` sent."""
-    return build(obj.factory) if isinstance(obj, Rebuild) else obj
+    return build(obj) if isinstance(obj, Rebuild) else obj
