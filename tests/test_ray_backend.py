@@ -170,32 +170,6 @@ def test_cli_attack_driver_killed_then_resumed_on_ray_equals_local(cluster, tmp_
     assert all(partial[k] == resumed[k] for k in partial)  # finished rows kept as they were
 
 
-def test_backend_settings_are_checked_and_left_out_of_the_fingerprint(tmp_path, capsys) -> None:
-    from robusteval.cli.main import parse
-
-    _, cfg = parse(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
-                    "--backend", "ray", "--workers", "3", "--max-in-flight", "2"])
-    assert (cfg.backend, cfg.workers, cfg.max_in_flight) == ("ray", 3, 2)
-    assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
-                 "--workers", "0"]) == 2
-    assert "workers: at least 1" in capsys.readouterr().err
-    assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
-                 "--ray-address", "127.0.0.1:6379"]) == 2
-    assert "--ray-address goes with --backend ray" in capsys.readouterr().err
-    from robusteval.config.parsing import OUTPUT_KEYS
-
-    assert {"backend", "ray_address", "workers", "max_in_flight"} <= set(OUTPUT_KEYS)
-
-
-def test_max_in_flight_caps_the_workers() -> None:
-    ex = execution.load("ray", workers=4, max_in_flight=2)
-    assert ex.workers == 2
-    with pytest.raises(ValueError, match="workers must be at least 1"):
-        execution.load("ray", workers=0)
-    with pytest.raises(ValueError, match="unknown backend"):
-        execution.load("dask")
-
-
 def test_cli_guard_calibrate_and_score_on_ray_equal_local(cluster, tmp_path) -> None:
     data = write_dataset(tmp_path / "rated.jsonl", 60)
     clean = write_dataset(tmp_path / "clean.jsonl", 60, no_context_every=3)  # context_copy: not applicable there

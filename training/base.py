@@ -183,7 +183,9 @@ class EvaluatorModule(pl.LightningModule):
         for i, it in enumerate(items):
             self._eval_rows.append({"kind": it.kind, "dataset": it.dataset, "family": it.family,
                                     "pred": float(pred[i]), "target": it.target, "orig": o.get(i),
-                                    "key": f"{it.kind}|{it.dataset}|{it.family}|{it.sample.id}|{it.sample.response}"})
+                                    "key": "|".join(str(x) for x in (
+                                        it.kind, it.dataset, it.family, it.attack, it.sample.id, it.sample.response,
+                                        it.original.response if it.original is not None else None))})
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         self._collect(batch)
@@ -248,7 +250,9 @@ class EvaluatorModule(pl.LightningModule):
     def _all_ranks(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Every rank's evaluation rows (under DDP each rank saw a shard, and the distributed
         sampler pads the shards with repeats): gathered, each item once, in a fixed order, so
-        Spearman and the rates are computed on the whole split by every rank alike."""
+        Spearman and the rates are computed on the whole split by every rank alike. An item is
+        known by its kind, dataset, family, attack, sample id and texts: two items equal in all
+        of these (which give equal rows) count once under DDP and twice on one device."""
         world = getattr(self._trainer, "world_size", 1) if self._trainer is not None else 1
         if world <= 1 or not torch.distributed.is_available() or not torch.distributed.is_initialized():
             return rows

@@ -65,7 +65,9 @@ def unshippable(objects: Sequence[Any], exc: BaseException) -> str:
     for obj in objects:
         try:
             cloudpickle.dumps(obj)
-        except Exception as why:  # any failure to pickle names this object
+        except Exception as why:  # any failure to pickle names this object (or the item of a list)
+            if isinstance(obj, list | tuple):
+                return unshippable(obj, why)
             return f"{type(obj).__name__} {getattr(obj, 'name', '')!s}".strip() + f" ({why})"
     return f"the worker's arguments ({str(exc).splitlines()[0]})"
 
