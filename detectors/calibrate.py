@@ -205,15 +205,14 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
 
     keys = [key(s) for s in samples]
     todo = [i for i, k in enumerate(keys) if log is None or k not in log]
-    parts = [todo[start:start + chunk] for start in range(0, len(todo), chunk)]
+    parts = execution.chunks(todo, chunk)
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc or detector.name, unit="text",
               dynamic_ncols=True, leave=False) as bar:
         fresh: dict[str, float] = {}
         executor = execution.current()
         for j, (values, fallbacks) in executor.map(DetectWorker, [detector], "run",
                                                    [[samples[i] for i in part] for part in parts],
-                                                   desc=desc or detector.name,
-                                                   label=lambda chunk_: f"samples {chunk_[0].id!r}..{chunk_[-1].id!r}"):
+                                                   desc=desc or detector.name, label=execution.span):
             if not executor.in_process:  # a copy counted them: this detector's report() tells them
                 detector.fallbacks.update(fallbacks)
             part = parts[j]
@@ -234,6 +233,8 @@ class DetectWorker:
 
     def run(self, part: Sequence[Sample]) -> tuple[list[float], dict[str, int]]:
         """The chunk's suspicions and the fallbacks the detector counted on it."""
+        from robusteval.results import counter_delta
+
         before = dict(self.detector.fallbacks)
         values = [float(v) for v in self.detector.detect(list(part))]
-        return values, {k: n - before.get(k, 0) for k, n in self.detector.fallbacks.items() if n != before.get(k, 0)}
+        return values, counter_delta(before, self.detector.fallbacks)

@@ -354,11 +354,10 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
     log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
     todo = [s for s in samples if s.id not in log]
-    chunks = [todo[start:start + chunk] for start in range(0, len(todo), chunk)]
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc, unit="sample",
               dynamic_ncols=True, leave=False) as bar:
-        for _, rows in execution.current().map(ScoreWorker, [metric], "run", chunks, desc=desc,
-                                               label=lambda part: f"samples {part[0].id!r}..{part[-1].id!r}"):
+        for _, rows in execution.current().map(ScoreWorker, [metric], "run", execution.chunks(todo, chunk),
+                                               desc=desc, label=execution.span):
             log.append(rows)
             bar.update(len(rows))
     from robusteval.frames import export_tables

@@ -58,12 +58,6 @@ def continued(kind: str, model_args: dict[str, Any], init: str | None) -> dict[s
     return {**model_args, "checkpoint": init}
 
 
-def auto_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def load_victim(kind: str, export: str, model_args: dict[str, Any], options: dict[str, Any] | None = None) -> Any:
     """The trained evaluator as a robusteval metric (what attacks query)."""
     from robusteval import metrics

@@ -213,11 +213,12 @@ class AttackWorker:
         self.attacks = {a.name: a for a in attacks}
         self.settings = settings
         self.aspect = metric_aspect(victim.metric)
+        self.crit = settings.criteria.describe()  # once, not per sample
 
     def run(self, unit: tuple[Sample, list[str]]) -> list[dict[str, Any]]:
         sample, names = unit
         victim, gold, victim_metric, st = self.victim, self.gold, self.victim_metric, self.settings
-        criteria, crit = st.criteria, st.criteria.describe()
+        criteria, crit = st.criteria, self.crit
         counters0 = counters(victim_metric)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)

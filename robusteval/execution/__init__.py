@@ -21,10 +21,20 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-from robusteval.execution.base import Executor, LocalExecutor, Rebuild, recipe_of, remember_factory, shippable, unship
+from robusteval.execution.base import (
+    Executor,
+    LocalExecutor,
+    Rebuild,
+    chunks,
+    recipe_of,
+    remember_factory,
+    shippable,
+    span,
+    unship,
+)
 
-__all__ = ["BACKENDS", "Executor", "LocalExecutor", "Rebuild", "current", "load", "recipe_of", "remember_factory",
-           "shippable", "unship", "use"]
+__all__ = ["BACKENDS", "Executor", "LocalExecutor", "Rebuild", "chunks", "current", "load", "recipe_of",
+           "remember_factory", "shippable", "span", "unship", "use"]
 
 BACKENDS = ("local", "ray")
 _CURRENT: contextvars.ContextVar[Executor | None] = contextvars.ContextVar("robusteval_executor", default=None)

@@ -77,6 +77,16 @@ class LocalExecutor:
         """Nothing to stop."""
 
 
+def chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """``items`` cut into consecutive units of at most ``size``."""
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def span(samples: Sequence[Any]) -> str:
+    """How an error names a chunk of samples: its first and last ids."""
+    return f"samples {samples[0].id!r}..{samples[-1].id!r}"
+
+
 @dataclass(frozen=True)
 class Rebuild:
     """An object shipped as the recipe that builds it: ``factory()`` on the worker. ``token``

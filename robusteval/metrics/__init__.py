@@ -60,12 +60,10 @@ def load(spec: Any, **options: Any) -> Metric:
     from functools import partial
 
     from robusteval.execution import remember_factory
+    from robusteval.metrics.base import resolve_device
 
-    built = options
-    if options.get("device") == "auto":  # resolved where it is built: a GPU worker's recipe says "auto" too
-        import torch
-
-        built = {**options, "device": "cuda" if torch.cuda.is_available() else "cpu"}
+    # "auto" is resolved where the metric is built: a GPU worker's recipe says "auto" too
+    built = {**options, "device": resolve_device(options["device"])} if "device" in options else options
     return remember_factory(METRICS.get(spec)(**built), partial(load, spec, **options))
 
 

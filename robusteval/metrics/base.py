@@ -216,6 +216,15 @@ class PairMetric(Metric):
         return f"against={self.against}"
 
 
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when a GPU is visible here, else ``"cpu"``; any other device as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def score_or_refuse(metric: Any, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
     """``metric.screened(samples)`` for any object with ``score`` (attack victims and score logs
     take metric-like objects too): refused samples are marked, never an abort."""

@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError, RobustevalError
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, resolve_device
 from robusteval.metrics.registry import register_metric
 from robusteval.text import is_blank
 from robusteval.types import Sample
@@ -119,10 +119,9 @@ class HFClassifier(Metric):
         if (folder / "scorer.json").is_file():
             raise RobustevalError(f"{checkpoint} is a robusteval cross-encoder export (scorer.json): "
                                   f"load it with metrics.load('cross-encoder', checkpoint={checkpoint!r})")
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device = resolve_device(device)
         model, info = AutoModelForSequenceClassification.from_pretrained(
             checkpoint, revision=revision, output_loading_info=True)
         fresh = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
