@@ -257,6 +257,16 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     smooth_ta = learned["variants"]["smoothed"]["transfer_vs_adaptive"]
     assert list(smooth_ta) == ["textfooler-neg"]  # only search attacks are rerun against the smoothed metric
     assert "certified smoothed scores" in md and "smoothed + trained" in md and "Certified smoothed" in page
+    # both defenses at once: the guard in front of the smoothed metric, attacked guard-aware
+    both = learned["variants"]["guarded+smoothed"]
+    assert both["available"] and learned["variants"]["guarded+smoothed+trained"]["available"]
+    assert rouge["variants"]["guarded+smoothed"]["available"]
+    assert not rouge["variants"]["guarded+smoothed+trained"]["available"]
+    assert set(both["transfer_vs_adaptive"]) == set(dlg["adaptive"]) and "certified" not in both
+    tagged = [r for r in read_jsonl(out / "dialogue" / "tiny-evaluator" / "guarded_smoothed" / "transfer" /
+                                    "results.jsonl") if r["attack"] == "speaker-tag-teacher" and r["outcome"] == "attacked"]
+    assert tagged and all(r["victim_after"] == 0.0 for r in tagged)  # the floor policy still applies
+    assert "guarded + smoothed" in md
 
 
 def test_gate_rows_show_each_round_and_which_was_kept() -> None:

@@ -1,4 +1,4 @@
-"""``compare``: attack every victim in four variants, measure validity, write the report.
+"""``compare``: attack every victim in up to eight variants, measure validity, write the report.
 
 Variants of each victim metric:
 
@@ -10,14 +10,18 @@ Variants of each victim metric:
 * ``guarded+trained`` — ``trained`` behind the guard;
 * ``smoothed`` / ``smoothed+trained`` — with a ``smoothing:`` block: ``plain`` / ``trained``
   smoothed by the median over random perturbations (:func:`robusteval.defenses.smooth`), with
-  the share of test contexts certified within the tolerance at each radius.
+  the share of test contexts certified within the tolerance at each radius;
+* ``guarded+smoothed`` / ``guarded+smoothed+trained`` — the smoothed variant behind the guard
+  (both defenses at once: the guard screens the submitted text, the median is taken over the
+  perturbations of what passes).
 
 Plain and trained variants are attacked directly (search attacks query them). A defended
 variant (guarded, smoothed) is measured twice: *transfer* replays the adversarial texts found
 against its undefended base, scored by the defended metric; *adaptive* reruns attacks that know
 the defense -- guard-aware versions of the search and R- attacks against a guard
 (:mod:`robusteval.attacks.evasion`), the search attacks scoring every candidate through the
-smoothed metric. Its headline ASR takes the adaptive rows where they exist and the transfer
+smoothed metric (for the guarded smoothed variants: the guard-aware versions, scoring through
+the guarded smoothed metric). Its headline ASR takes the adaptive rows where they exist and the transfer
 rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
 """
 
@@ -43,8 +47,11 @@ from robusteval.config.compare import CorrelationSpec
 from robusteval.errors import InputError, RobustevalError
 from robusteval.types import Sample
 
-VARIANTS = ("plain", "guarded", "trained", "guarded+trained", "smoothed", "smoothed+trained")
-BASE_OF = {"guarded": "plain", "guarded+trained": "trained", "smoothed": "plain", "smoothed+trained": "trained"}
+VARIANTS = ("plain", "guarded", "trained", "guarded+trained", "smoothed", "smoothed+trained", "guarded+smoothed",
+            "guarded+smoothed+trained")
+# a defended variant -> the undefended one whose adversarial texts it replays (transfer)
+BASE_OF = {"guarded": "plain", "guarded+trained": "trained", "smoothed": "plain", "smoothed+trained": "trained",
+           "guarded+smoothed": "plain", "guarded+smoothed+trained": "trained"}
 UNAVAILABLE = {"trained": "only learned victims (with a train: block) are adversarially trained",
                "smoothed": "no smoothing: block in the config"}
 
@@ -263,16 +270,18 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         models[f"guarded+{base}" if base == "trained" else "guarded"] = detectors.guard(
             models[base], dets, policy=cfg.guard.policy, penalty=cfg.guard.penalty, thresholds=thresholds)
         if cfg.smoothing is not None:
-            models[f"smoothed+{base}" if base == "trained" else "smoothed"] = smooth(
-                models[base], cfg.smoothing.perturbation, n=cfg.smoothing.n, seed=cfg.seed, alpha=cfg.smoothing.alpha,
-                **cfg.smoothing.options)
+            name = "smoothed+trained" if base == "trained" else "smoothed"
+            models[name] = smooth(models[base], cfg.smoothing.perturbation, n=cfg.smoothing.n, seed=cfg.seed,
+                                  alpha=cfg.smoothing.alpha, **cfg.smoothing.options)
+            models[f"guarded+{name}"] = detectors.guard(models[name], dets, policy=cfg.guard.policy,
+                                                        penalty=cfg.guard.penalty, thresholds=thresholds)
     search_names = [a.name for a in attacks.select(adaptive_names, cfg.seed, suite.attack_options) if a.needs_victim]
 
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     variants: dict[str, Any] = {}
     for variant in VARIANTS:
         if variant not in models:
-            why = "smoothed" if variant.startswith("smoothed") and cfg.smoothing is None else "trained"
+            why = "smoothed" if "smoothed" in variant and cfg.smoothing is None else "trained"
             variants[variant] = {"available": False, "reason": UNAVAILABLE[why]}
             continue
         metric, vdir = models[variant], out / variant.replace("+", "_")

@@ -12,7 +12,8 @@ from typing import Any
 from robusteval.compare.report_md import LABEL
 
 COLORS = {"plain": "#4C72B0", "guarded": "#55A868", "trained": "#C44E52", "guarded+trained": "#8172B2",
-          "smoothed": "#CCB974", "smoothed+trained": "#64B5CD"}
+          "smoothed": "#CCB974", "smoothed+trained": "#64B5CD", "guarded+smoothed": "#8C8C8C",
+          "guarded+smoothed+trained": "#DA8BC3"}
 
 
 def _svg(fig: Any) -> str:

@@ -8,7 +8,8 @@ from robusteval.compare.story import DEFAULT_TOLERANCE, Tolerance, VariantStory,
 from robusteval.stats import pct as pct_ci
 
 LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained",
-         "smoothed": "smoothed", "smoothed+trained": "smoothed + trained"}
+         "smoothed": "smoothed", "smoothed+trained": "smoothed + trained", "guarded+smoothed": "guarded + smoothed",
+         "guarded+smoothed+trained": "guarded + smoothed + trained"}
 
 
 def pct(v: float | None) -> str:

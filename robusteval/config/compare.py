@@ -236,7 +236,7 @@ class GuardSpec:
 @dataclass(kw_only=True)
 class SmoothingSpec:
     """The smoothing defense (robusteval.defenses.smooth): adds the ``smoothed`` and
-    ``smoothed+trained`` variants and their certified fractions.
+    ``smoothed+trained`` variants and their certified fractions, and both behind the guard.
 
     Args:
         perturbation: synonym, mask or char
