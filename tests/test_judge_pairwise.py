@@ -83,10 +83,19 @@ def test_self_consistency_mean_and_ties() -> None:
     assert judge.report()["fallbacks"] == {"unparseable_outputs": 1}
 
 
-def test_unparseable_outputs_are_ties_counted_per_prompt_or_an_error() -> None:
+def test_unparseable_outputs_are_ties_counted_per_sample_or_an_error() -> None:
     judge = PairwiseJudge(backend=ScriptedLLM(answer=lambda p: "hmm"), on_unparseable="tie")
     assert judge.score([dlg("x", "meh")])[0] == 50.0
-    assert judge.report()["fallbacks"] == {"unparseable_outputs": 2, "unparseable": 2}  # both orders
+    # two outputs (one per order) had no verdict, but they belong to one sample
+    assert judge.report()["fallbacks"] == {"unparseable_outputs": 2, "unparseable": 1}
+    # three samples; "meh" is unreadable in the order that shows it first only, "ok" in both
+    # orders, "fine" never: 2 samples fell back (3 outputs)
+    def answer(p: str) -> str:
+        first = candidates(p)[0]
+        return "hmm" if first in ("meh", "ok") or candidates(p)[1] == "ok" else "A"
+    mixed = PairwiseJudge(backend=ScriptedLLM(answer=answer), on_unparseable="tie")
+    mixed.score([dlg("x", "meh"), dlg("y", "ok"), dlg("z", "fine")])
+    assert mixed.report()["fallbacks"] == {"unparseable_outputs": 3, "unparseable": 2}
     strict = PairwiseJudge(backend=ScriptedLLM(answer=lambda p: "hmm"), on_unparseable="error")
     with pytest.raises(InputError, match=r"sample 'x', field 'response'.*no verdict"):
         strict.score([dlg("x", "meh")])

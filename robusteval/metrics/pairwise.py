@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -209,15 +209,22 @@ class PairwiseJudge(JudgeBase, PairMetric):
         """P(the response wins) per sample for each order, all prompts in one backend call."""
         prompts = [self.prompt(s, o) for o in orders for s in samples]
         ids = [s.id for _ in orders for s in samples]
+        k = len(samples)
+
+        def per_sample(mask: np.ndarray) -> int:
+            """Samples with ``mask`` set for any of their orders: the fallback counters count
+            samples (as the absolute judge's do), not prompts, so ``order="both"`` does not
+            count one sample twice."""
+            return int(mask.reshape(len(orders), k).any(axis=0).sum())
+
         if self.mode == "prob":
             first = self._prob_first(prompts, ids)
             failed = np.isnan(first)
         else:
-            first, failed = self._parse_first(prompts, ids)
+            first, failed = self._parse_first(prompts, ids, per_sample)
         if failed.any() and self.on_llm_error == "midpoint":  # else the backend raised already
-            self.fallbacks["llm_failed"] += int(failed.sum())
+            self.fallbacks["llm_failed"] += per_sample(failed)
             first[failed] = 0.5
-        k = len(samples)
         return {o: first[j * k:(j + 1) * k] if o == "ab" else 1.0 - first[j * k:(j + 1) * k]
                 for j, o in enumerate(orders)}
 
@@ -229,9 +236,11 @@ class PairwiseJudge(JudgeBase, PairMetric):
     def _usable(self, texts: Sequence[str]) -> bool:
         return any(parse_verdict(t, last=self.isolation) is not None for t in texts)
 
-    def _parse_first(self, prompts: list[str], ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _parse_first(self, prompts: list[str], ids: list[str],
+                     per_sample: Callable[[np.ndarray], int]) -> tuple[np.ndarray, np.ndarray]:
         """Mean P(the first answer wins) over the parsed verdicts of each prompt, and which
-        prompts' requests failed."""
+        prompts' requests failed. ``per_sample`` counts the samples a prompt mask touches
+        (``unparseable`` counts samples; ``unparseable_outputs`` counts generated outputs)."""
         outs = self._generate(prompts, ids, self._usable)
         first = np.full(len(prompts), np.nan)
         failed = np.zeros(len(prompts), dtype=bool)
@@ -244,9 +253,10 @@ class PairwiseJudge(JudgeBase, PairMetric):
             self.fallbacks["unparseable_outputs"] += len(letters) - len(good)
             if good:
                 first[i] = float(np.mean(good))
-        missing = np.flatnonzero(np.isnan(first) & ~failed)
+        unparsed = np.isnan(first) & ~failed
+        missing = np.flatnonzero(unparsed)
         if len(missing):
-            self.fallbacks["unparseable"] += len(missing)
+            self.fallbacks["unparseable"] += per_sample(unparsed)
             if self.on_unparseable == "error":
                 i = int(missing[0])
                 raise InputError(ids[i], "response", f"{self.backend.name} gave no verdict: {outs[i]!r}")
