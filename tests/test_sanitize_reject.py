@@ -95,6 +95,21 @@ def test_sanitize_policy_floors_what_cleaning_cannot_fix_and_counts_empty_result
     assert g.report()["fallbacks"]["sanitized_to_empty"] == 1
 
 
+def test_an_original_that_sanitize_floors_is_counted_apart_as_under_floor(tmp_path) -> None:
+    """A clean original the guard still flags after cleaning scores 0 under sanitize; every
+    attack text would tie with it (ties fool the R- criterion), so its rows are
+    ``original_floored`` and out of the ASR, as under ``floor``."""
+    attacks = [attack_registry.load("generic-hello")]
+    samples = [S(0, "I am fine"), S(1, "I said: no")]  # s1 keeps its colon after cleaning: flagged
+    for policy in ("floor", "sanitize"):
+        victim = detectors.guard(WordCount(), [HasColon()], policy=policy)
+        log = run_attacks(samples, attacks, victim, tmp_path / f"{policy}.jsonl", progress=False)
+        rows = {r["sample_id"]: ResultRow.from_dict(r) for r in list(log)}
+        assert rows["s1"].outcome == "original_floored" and rows["s0"].outcome == "attacked", policy
+        assert by_direction(list(log))["R-"]["n"] == 1, policy
+        assert by_direction(list(log))["R-"]["successes"] == 0, policy  # "Hello" (10) < "I am fine" (30)
+
+
 # -- reject inside attack runs ----------------------------------------------------------------
 def test_screened_reports_rejections_instead_of_raising() -> None:
     g = detectors.guard(WordCount(), [HasColon()], policy="reject")

@@ -111,12 +111,16 @@ def attack_identity(attack: Attack) -> dict[str, Any]:
     return {"name": attack.name, "class": f"{type(attack).__module__}.{type(attack).__qualname__}", "options": opts}
 
 
+FLOORING = ("floor", "sanitize")  # guard policies that score a flagged text 0
+
+
 def original_floored(victim_metric: Any, sample: Sample, before: float) -> bool:
     """True when a guarded victim floored the clean original itself (its guard flagged it and
-    the policy set its score to 0): an attack on it cannot be judged."""
+    the policy set its score to 0; ``sanitize`` floors what cleaning leaves flagged, as ``floor``
+    does): an attack on it cannot be judged -- every text would tie with the floored original."""
     details = getattr(victim_metric, "details", None)
     found = details(sample) if callable(details) else None
-    return bool(found and found.get("flagged")) and getattr(victim_metric, "policy", None) == "floor" \
+    return bool(found and found.get("flagged")) and getattr(victim_metric, "policy", None) in FLOORING \
         and before == 0.0
 
 
