@@ -84,8 +84,8 @@ class ContextCopy(Detector):
         rows = []
         for s in samples:
             if s.task != "dialogue" or not s.context:
-                self.fallbacks["not_applicable"] += 1
-                rows.append({"applicable": False, "suspicion": 0.0})
+                # counted by Detector.analyze once per sample (memo hits included)
+                rows.append({"applicable": False, "suspicion": 0.0, "fallback": "not_applicable"})
                 continue
             resp = tokens(s.response)[: self.max_tokens]
             last = tokens(s.context[-1])[: self.max_tokens]

@@ -109,8 +109,8 @@ class Generic(Detector):
         rows = []
         for s in samples:
             if s.task not in self.tasks:
-                self.fallbacks["not_applicable"] += 1
-                rows.append({"applicable": False, "suspicion": 0.0})
+                # counted by Detector.analyze once per sample (memo hits included)
+                rows.append({"applicable": False, "suspicion": 0.0, "fallback": "not_applicable"})
                 continue
             f = features(s.response)
             low_content = max(0.0, 1.0 - f["content_words"] / self.min_content)

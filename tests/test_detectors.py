@@ -225,7 +225,20 @@ def test_context_copy() -> None:
     assert rows[1]["suspicion"] == 1.0 and rows[1]["lcs"] == 7
     assert rows[2]["lcs_share_last"] == 1.0 and rows[2]["suspicion"] == 1.0
     assert rows[3]["suspicion"] == 0.0  # punctuation is not copying
-    assert rows[4] == {"applicable": False, "suspicion": 0.0} and d.report()["fallbacks"]["not_applicable"] == 1
+    assert rows[4] == {"applicable": False, "suspicion": 0.0, "fallback": "not_applicable"}
+    assert d.report()["fallbacks"]["not_applicable"] == 1
+
+
+@pytest.mark.parametrize("name", ["context_copy", "generic"])
+def test_not_applicable_is_counted_once_per_sample_memo_hits_included(name: str) -> None:
+    """A summary is outside both detectors' task: each of the three summaries counts -- the
+    duplicate in the batch and the memo hit of the second call included -- as every other
+    detector's fallbacks do."""
+    d = detectors.load(name)
+    same = summ("A cat sat on a mat all day.")
+    d.analyze([same, same])
+    d.analyze([same])
+    assert d.report()["fallbacks"]["not_applicable"] == 3 and d.memo_hits == 1
 
 
 def test_speaker_tag() -> None:
