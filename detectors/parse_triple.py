@@ -116,16 +116,20 @@ class ParseTriple(Detector):
         if not samples:
             return []
         trusted = [self.trusted(s) for s in samples]
-        docs = parsing.parse([s.response for s in samples] + [t for ts in trusted for t in ts])
-        cand_docs, rest = docs[:len(samples)], iter(docs[len(samples):])
+        # each distinct trusted text is parsed and counted once per call: SummEval's summaries
+        # of one document share its 11 references, an attack's candidates share their sample's
+        distinct = list(dict.fromkeys(t for ts in trusted for t in ts))
+        docs = parsing.parse([s.response for s in samples] + distinct)
+        cand_docs = docs[:len(samples)]
+        counts = {t: (triples(d), lemmas(d)) for t, d in zip(distinct, docs[len(samples):], strict=True)}
         rows = []
         for doc, ts in zip(cand_docs, trusted, strict=True):
             c_tri, c_lem = triples(doc), lemmas(doc)
             best: dict[str, Any] | None = None
-            for _ in ts:
-                ref = next(rest)
-                tp, tr, tf = prf(c_tri, triples(ref))
-                lp, _, lf = prf(c_lem, lemmas(ref))
+            for t in ts:
+                r_tri, r_lem = counts[t]
+                tp, tr, tf = prf(c_tri, r_tri)
+                lp, _, lf = prf(c_lem, r_lem)
                 row = {"triple_p": tp, "triple_r": tr, "triple_f1": tf, "lemma_p": lp, "lemma_f1": lf}
                 if best is None or tf > best["triple_f1"]:
                     best = row
