@@ -409,6 +409,27 @@ def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(com
     assert again == report  # every context count back, nothing else changed
 
 
+@pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "compare")
+                                         .glob("*.yaml")))
+def test_every_shipped_compare_config_parses_and_builds_its_attacks_and_victims(name) -> None:
+    """Each shipped config is valid, and every attack (with its options) and every victim that
+    needs no training can be built from it: a renamed attack or metric option fails here, not
+    an hour into a run."""
+    from robusteval import attacks, metrics
+    from robusteval.config.compare import parse
+
+    cfg = parse(yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "compare" / f"{name}.yaml")
+                               .read_text()))
+    for suite in cfg.suites:
+        chosen = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
+        assert chosen and all(a.name for a in chosen)
+        for opts_of in suite.attack_options:
+            assert opts_of in {a.name for a in chosen}, f"{name}: options for an attack the suite does not run"
+        for victim in suite.victims:
+            if victim.train is None:
+                assert callable(metrics.load(victim.name, **victim.options).score)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["dialogue", "summarization"])
 def test_shipped_real_data_configs_run_on_a_few_contexts(name, data_dir, tmp_path) -> None:
