@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from robusteval.cli.common import load_config
-from robusteval.compare.config import CompareConfig, SuiteSpec, TrainSpec, parse
+from robusteval.compare.config import CompareConfig, SuiteSpec, TrainSpec
+from robusteval.config.compare import parse_file
 
 
 def parser(doc: str | None, base: bool) -> argparse.ArgumentParser:
@@ -23,6 +23,6 @@ def parser(doc: str | None, base: bool) -> argparse.ArgumentParser:
 
 def first_suite(args: Any) -> tuple[CompareConfig, SuiteSpec, TrainSpec | None]:
     """The parsed config, its first suite and that suite's first ``train:`` block (or None)."""
-    cfg = parse(load_config(args.config))
+    cfg = parse_file(args.config)
     suite = cfg.suites[0]
     return cfg, suite, next((v.train for v in suite.victims if v.train is not None), None)

@@ -416,10 +416,9 @@ def test_every_shipped_compare_config_parses_and_builds_its_attacks_and_victims(
     needs no training can be built from it: a renamed attack or metric option fails here, not
     an hour into a run."""
     from robusteval import attacks, metrics
-    from robusteval.config.compare import parse
+    from robusteval.config.compare import parse_file
 
-    cfg = parse(yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "compare" / f"{name}.yaml")
-                               .read_text()))
+    cfg = parse_file(Path(__file__).resolve().parents[1] / "configs" / "compare" / f"{name}.yaml")
     for suite in cfg.suites:
         chosen = attacks.select(suite.attacks, cfg.seed, suite.attack_options)
         assert chosen and all(a.name for a in chosen)
@@ -428,6 +427,23 @@ def test_every_shipped_compare_config_parses_and_builds_its_attacks_and_victims(
         for victim in suite.victims:
             if victim.train is None:
                 assert callable(metrics.load(victim.name, **victim.options).score)
+
+
+def test_parse_file_reads_and_validates_like_the_command_line(tmp_path) -> None:
+    from robusteval.config.compare import parse_file
+    from robusteval.config.parsing import ConfigError
+
+    good = tmp_path / "good.yaml"
+    good.write_text("suites:\n  - {name: s, dataset: quickstart-dialogue, attacks: [generic-hello],"
+                    " victims: [{name: rougeL}]}\nguard: {detectors: [nonalnum], thresholds: t.json}\n")
+    cfg = parse_file(good)
+    assert cfg.suites[0].victims[0].name == "rougeL" and cfg.raw["suites"][0]["dataset"] == "quickstart-dialogue"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text() + "seeed: 3\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml.*seeed"):
+        parse_file(bad)
+    with pytest.raises(ConfigError, match=r"missing\.yaml: file not found"):
+        parse_file(tmp_path / "missing.yaml")
 
 
 @pytest.mark.slow

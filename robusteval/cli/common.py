@@ -9,11 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonargparse import ArgumentParser
 
 from robusteval.config.parsing import Alias, command_parser
-from robusteval.errors import RobustevalError
 from robusteval.results import (  # noqa: F401  (re-exported: the commands import them from here)
     git_commit,
     guard_row,
@@ -45,23 +43,6 @@ class Command:
         if self.flags is not None:
             self.flags(parser)
         return parser
-
-
-def load_config(path: str | None) -> dict[str, Any]:
-    """A YAML file as a dict (for scripts that validate it themselves, e.g. with
-    :func:`robusteval.compare.parse`)."""
-    if not path:
-        return {}
-    p = Path(path)
-    if not p.is_file():
-        raise RobustevalError(f"config {p} not found")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise RobustevalError(f"config {p}: invalid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise RobustevalError(f"config {p}: expected a mapping at the top level")
-    return data
 
 
 def check_name(kind: str, spec: Any) -> None:

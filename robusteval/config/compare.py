@@ -42,12 +42,13 @@ Parsed by jsonargparse (:mod:`robusteval.config.parsing`): ``robusteval compare 
 and :func:`parse` (a dict from Python) validate the same way.
 """
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robusteval.attacks.criteria import Criteria
 from robusteval.config.common import DetectorSpec, Execution, Output, Policy, names
-from robusteval.config.parsing import ConfigError, from_dict
+from robusteval.config.parsing import ConfigError, from_dict, from_file
 
 ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
 SPLIT_DEFAULTS = {"val_fraction": 0.1, "test_fraction": 0.2}
@@ -345,3 +346,8 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
     """Validate a compare config given as a dict (see the module docstring); errors name the
     offending key."""
     return from_dict(CompareConfig, raw, "compare config")
+
+
+def parse_file(path: str | os.PathLike[str]) -> CompareConfig:
+    """A compare config file, read and validated as ``robusteval compare --config`` reads it."""
+    return from_file(CompareConfig, path)

@@ -7,11 +7,13 @@ import copy
 import dataclasses
 import difflib
 import json
+import os
 import re
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from jsonargparse import ActionConfigFile, ArgumentParser, Namespace
@@ -180,6 +182,21 @@ def from_dict(cls: type, raw: Any, where: str) -> Any:
     try:
         ns = parser.parse_object(copy.deepcopy(raw))  # jsonargparse turns nested dicts into Namespaces
     except Exception as exc:  # jsonargparse raises ArgumentError and, for some values, others
+        raise ConfigError(f"{where}: {explain(str(exc), cls, parser)}") from None
+    return build(cls, parser, ns, f"{where}: ")
+
+
+def from_file(cls: type, path: str | os.PathLike[str], where: str | None = None) -> Any:
+    """A config file (YAML or JSON) -> ``cls``, read by the same parser as ``--config`` on the
+    command line and validated exactly as it is; errors start with ``where`` (default: the path)."""
+    p = Path(path)
+    where = where or f"config {p}"
+    if not p.is_file():
+        raise ConfigError(f"{where}: file not found")
+    parser = _dict_parser(cls)
+    try:
+        ns = parser.parse_path(str(p))
+    except Exception as exc:  # invalid YAML, unknown keys, wrong types: jsonargparse's errors
         raise ConfigError(f"{where}: {explain(str(exc), cls, parser)}") from None
     return build(cls, parser, ns, f"{where}: ")
 
