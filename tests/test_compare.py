@@ -269,6 +269,27 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     assert "guarded + smoothed" in md
 
 
+def test_the_report_tolerance_renders_verdicts_without_changing_the_run(compared, tmp_path, capsys) -> None:
+    """``tolerance`` decides the page's verdicts and is recorded in report.json; it is not part
+    of the run's fingerprint, so a finished run re-renders (--report-only) or resumes with another."""
+    run, report, cfg_path = compared
+    assert report["provenance"]["tolerance"] == {"spearman_drop": 0.02, "flagged": 0.05, "invariance_rise": 0.05}
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    assert main(["compare", "--out-dir", str(copy), "--report-only", "--tolerance.spearman_drop", "0.5"]) == 0
+    again = json.loads((copy / "report.json").read_text())
+    assert again["provenance"].pop("tolerance")["spearman_drop"] == 0.5
+    assert again == {**report, "provenance": {k: v for k, v in report["provenance"].items() if k != "tolerance"}}
+    assert "mean Spearman falls by at most 0.5" in (copy / "report.md").read_text()
+    assert main(["compare", "--config", str(cfg_path), "--out-dir", str(copy), "--resume",
+                 "--tolerance.flagged", "0.01"]) == 0
+    assert json.loads((copy / "report.json").read_text())["provenance"]["tolerance"]["flagged"] == 0.01
+    capsys.readouterr()
+    assert main(["compare", "--out-dir", str(copy), "--report-only", "--tolerance.flagged", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "tolerance" in err and "fractions in [0, 1)" in err
+
+
 def test_gate_rows_show_each_round_and_which_was_kept() -> None:
     detail = {"asr": 0.25, "ci": [0.1, 0.5], "n": 8, "successes": 2}
     rounds = [{"round": 0, "lr": None, "val_spearman": 0.3, "val_sets": {"a": 0.2, "b": 0.4}, "val_asr": 0.25,

@@ -5,6 +5,7 @@ validity intervals a run made before they existed lacks."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,14 +91,20 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
     """Rewrite ``report.md`` and ``report.html`` of the run in ``out_dir`` from its
     ``report.json``. With ``fill_validity`` a run that lacks the validity intervals gets them
     from its score logs (:func:`add_missing_validity`) and ``report.json`` is rewritten with
-    them; nothing else in it changes. Returns the report."""
+    them, and its ``provenance.tolerance`` records ``tol`` (the verdicts' tolerance); nothing else
+    in it changes. Returns the report."""
     from robusteval.compare.report_html import render
     from robusteval.compare.report_md import markdown
     from robusteval.results import read_json, write_json
 
     out = Path(out_dir)
     report = read_json(out / "report.json", missing="run `robusteval compare` first")
-    if fill_validity and add_missing_validity(report, out, data_dir):
+    changed = fill_validity and add_missing_validity(report, out, data_dir)
+    used = dataclasses.asdict(tol)
+    if isinstance(report.get("provenance"), dict) and report["provenance"].get("tolerance") != used:
+        report["provenance"]["tolerance"] = used  # the verdicts on the page follow this tolerance
+        changed = True
+    if changed:
         write_json(out / "report.json", report)
     (out / "report.md").write_text(markdown(report, tol), encoding="utf-8")
     (out / "report.html").write_text(render(report, tol), encoding="utf-8")

@@ -29,21 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.config.compare import Tolerance  # the command's tolerance block; defined with the config
 from robusteval.stats import flag_rate
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How much validity a defense may cost and still be recommended (fractions, not %)."""
-
-    spearman_drop: float = 0.02   # the adversarial rounds' validation gate uses the same default
-    flagged: float = 0.05         # the guard's usual calibration target: 5 % false positives on clean text
-    invariance_rise: float = 0.05  # R+ invariance failures, in points of rate
-
-    def describe(self) -> str:
-        return (f"mean Spearman falls by at most {self.spearman_drop:g}, at most {100 * self.flagged:g} % of the "
-                f"rated responses flagged, R+ invariance failures up by at most {100 * self.invariance_rise:g} points")
-
 
 DEFAULT_TOLERANCE = Tolerance()
 BASELINE, RECOMMENDED, TRADE_OFF, NO_GAIN, NOT_MEASURED, UNCLEAR = "baseline", "recommended", "trade-off", \

@@ -42,6 +42,7 @@ Parsed by jsonargparse (:mod:`robusteval.config.parsing`): ``robusteval compare 
 and :func:`parse` (a dict from Python) validate the same way.
 """
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -306,6 +307,26 @@ class CompareConfig:
             self.smoothing.validate()
 
 
+@dataclass(frozen=True)
+class Tolerance:
+    """How much validity a defense may cost and still be recommended in the report's verdicts
+    (:mod:`robusteval.compare.story`; fractions, not %).
+
+    Args:
+        spearman_drop: largest fall of the mean Spearman with people
+        flagged: largest share of the rated responses a guard may flag
+        invariance_rise: largest rise of the R+ invariance-failure rate
+    """
+
+    spearman_drop: float = 0.02   # the adversarial rounds' validation gate uses the same default
+    flagged: float = 0.05         # the guard's usual calibration target: 5 % false positives on clean text
+    invariance_rise: float = 0.05  # R+ invariance failures, in points of rate
+
+    def describe(self) -> str:
+        return (f"mean Spearman falls by at most {self.spearman_drop:g}, at most {100 * self.flagged:g} % of the "
+                f"rated responses flagged, R+ invariance failures up by at most {100 * self.invariance_rise:g} points")
+
+
 @dataclass(kw_only=True)
 class CompareCommand(CompareConfig, Output, Execution):
     """``robusteval compare`` and ``robusteval quickstart``: the comparison config plus where
@@ -316,14 +337,21 @@ class CompareCommand(CompareConfig, Output, Execution):
             report.json, without rerunning anything (no config needed; data_dir only for the
             validity intervals of a run made before they existed)
         screenshot: with report_only, also write a PNG of the page's top (headless Chromium)
+        tolerance: how much validity a defense may cost and still be recommended in the
+            report's verdicts (spearman_drop, flagged, invariance_rise; fractions). Not part of
+            the run's fingerprint: change it and re-render with report_only
     """
 
     report_only: bool = False
     screenshot: str | None = None
+    tolerance: Tolerance = field(default_factory=Tolerance)
 
     def validate(self) -> None:
         self.validate_out()
         self.validate_execution()
+        bad = {k: v for k, v in dataclasses.asdict(self.tolerance).items() if not 0.0 <= v < 1.0}
+        if bad:
+            raise ConfigError(f"tolerance: {bad} must be fractions in [0, 1) (0.02, not 2)")
         if self.screenshot and not self.report_only:
             raise ConfigError("--screenshot goes with --report-only (it pictures a rendered report)")
         if self.report_only:
@@ -334,8 +362,6 @@ class CompareCommand(CompareConfig, Output, Execution):
 
     def comparison(self) -> CompareConfig:
         """The comparison alone (no output settings), with ``raw`` as the report records it."""
-        import dataclasses
-
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompareConfig) if f.init}
         cfg = CompareConfig(**values)
         cfg.raw = self.raw

@@ -23,7 +23,8 @@ from robusteval.errors import RobustevalError
 # not part of a run's fingerprint: where the output goes, and where the work runs (every backend
 # gives the same rows; robusteval.config.common.Execution)
 EXECUTION_KEYS = ("backend", "ray_address", "workers", "cpus_per_worker", "gpus_per_worker", "max_in_flight")
-OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot", *EXECUTION_KEYS)
+# how a run is written and rendered, not what it measures: left out of its fingerprint
+OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot", "tolerance", *EXECUTION_KEYS)
 
 
 class ConfigError(RobustevalError):
