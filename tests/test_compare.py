@@ -168,6 +168,22 @@ def test_unknown_names_fail_before_any_work(tiny_bert, tmp_path, capsys, where, 
     assert "unknown" in capsys.readouterr().err and not out.exists()
 
 
+@pytest.mark.parametrize("content, message", [(None, "thresholds file not found"),
+                                              ("{}", "no 'detectors' table")])
+def test_a_bad_thresholds_file_fails_before_the_run_folder_is_claimed(tiny_bert, tmp_path, capsys, content,
+                                                                     message) -> None:
+    """Else the fixed rerun would be refused: the folder "holds an earlier run"."""
+    cfg = tiny_config(tiny_bert)
+    thresholds = tmp_path / "t.json"
+    if content is not None:
+        thresholds.write_text(content)
+    cfg["guard"] = {**cfg["guard"], "thresholds": str(thresholds)}
+    cfg["guard"].pop("calibrate", None)
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
+    assert message in capsys.readouterr().err and not out.exists()
+
+
 def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
     from robusteval.compare.pipeline import correlations
     from robusteval.compare.report_md import correlation_rows
