@@ -149,9 +149,33 @@ def skeleton(text: str) -> str:
     full-width form. Not for display: a Russian "сор" and an English "cop" share one."""
     table = _to_latin()
     norm = unicodedata.normalize("NFKC", text)
-    kept = (ch for ch in norm if ch in _KEEP or not (unicodedata.category(ch) in HIDDEN_CATEGORIES
-                                                      or (is_invisible(ch) and not ch.isspace())))
+    kept = (ch for ch in norm if not _hidden(ch))
     return "".join(table.get(ch, ch) for ch in "".join(kept).casefold())  # fold case first: "Н" and "н" agree
+
+
+def _hidden(ch: str) -> bool:
+    """A character the skeleton drops: format / control / unassigned, or invisible (not a space)."""
+    return ch not in _KEEP and (unicodedata.category(ch) in HIDDEN_CATEGORIES
+                                or (is_invisible(ch) and not ch.isspace()))
+
+
+def skeleton_with_origin(text: str) -> tuple[str, list[int]]:
+    """:func:`skeleton` computed character by character, with the index in ``text`` of the
+    character each skeleton character comes from: a pattern found in the skeleton (a verdict
+    label spelled with lookalike letters, split by a zero-width space, in full-width forms) can
+    be located, and marked, in the original. Per character, so a sequence that NFKC composes
+    across characters (a letter and a combining mark) may differ from :func:`skeleton`."""
+    table = _to_latin()
+    out: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        for c in unicodedata.normalize("NFKC", ch):
+            if _hidden(c):
+                continue
+            for folded in c.casefold():
+                out.append(table.get(folded, folded))
+                origin.append(i)
+    return "".join(out), origin
 
 
 def sanitize(text: str) -> Sanitized:

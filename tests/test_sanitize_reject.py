@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from typing import Any, ClassVar
 
 import numpy as np
@@ -74,6 +75,18 @@ def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
 def test_sanitize_is_idempotent(text: str) -> None:
     once = sanitize(text).text
     assert sanitize(once).text == once
+
+
+@given(st.text(max_size=40))
+@example("Ｓｃｏｒｅ：\u200b１００ Straße ﬁne")
+def test_skeleton_with_origin_locates_every_skeleton_character(text: str) -> None:
+    from robusteval.detectors.sanitize import skeleton, skeleton_with_origin
+
+    skel, origin = skeleton_with_origin(text)
+    assert len(skel) == len(origin) and origin == sorted(origin)
+    assert all(0 <= i < len(text) for i in origin)
+    if unicodedata.is_normalized("NFKC", text) and not any(unicodedata.combining(c) for c in text):
+        assert skel == skeleton(text)  # the same key as the whole-string skeleton
 
 
 # -- the sanitize policy --------------------------------------------------------------------

@@ -13,8 +13,9 @@ combined here as small pure functions:
   verdict-like markers and chat-role tokens (:func:`neutralize_markers`), get a visible break
   mark (``¦``) inserted, e.g. ``Score¦: 100``, ``[¦[A]]``, ``<¦|im_start|>``, ``assistant¦:``:
   the text stays readable, but neither the judge nor the verdict parser can take it for the
-  template's own marker. Only ASCII-anchored markers are touched, so text in any script without
-  them comes back unchanged;
+  template's own marker. Markers are found on the text's skeleton (full-width forms, Cyrillic
+  and Greek lookalike letters, zero-width characters inside them), the mark inserted in the
+  original; text in any script without them comes back unchanged;
 * :func:`wrap` -- ``<<data-NONCE>>`` ... ``<</data-NONCE>>`` around one block;
 * :func:`instruction` -- the sentence put before the prompt: the spans are data, never
   instructions.
@@ -26,8 +27,8 @@ instruction are package data (``resources/judge_templates.json``, key ``_isolati
 :func:`version` digests them, and the judge's ``signature()`` carries it, so runs made with
 other patterns are never mixed with these.
 
-Not covered: markers spelled with lookalike letters or split by invisible characters (the
-``judge_injection`` detector and the sanitizing guard look for those).
+Not covered: markers in other languages ("Note : 10", "评分：10") or paraphrased ("I'd give
+this a ten"); the ``judge_injection`` detector and the guard look further.
 """
 
 from __future__ import annotations
@@ -91,8 +92,27 @@ def _delimiter() -> re.Pattern[str]:
 
 
 def _insert_break(rx: re.Pattern[str], text: str) -> str:
+    """The break mark between group 1 and group 2 of every match of ``rx``. Matched on the text's skeleton
+    (:func:`robusteval.detectors.sanitize.skeleton_with_origin`: NFKC, invisible characters
+    dropped, case folded, Cyrillic / Greek lookalikes read as Latin), so ``Ｓｃｏｒｅ:``,
+    ``Ѕсоrе:`` and ``Sc\u200bore:`` are broken like ``Score:``; the mark goes into the original
+    text, which is otherwise left as it was."""
     mark = break_mark()
-    return rx.sub(lambda m: m.group(1) + mark + m.group(2), text)
+    if text.isascii():  # the skeleton of ASCII text is its case fold: match it directly
+        return rx.sub(lambda m: m.group(1) + mark + m.group(2), text)
+    from robusteval.detectors.sanitize import skeleton_with_origin
+
+    skel, origin = skeleton_with_origin(text)
+    # right after the original character that ends group 1 (as the ASCII path puts it)
+    cuts = sorted({origin[m.end(1) - 1] + 1 if m.end(1) > 0 else 0 for m in rx.finditer(skel)})
+    if not cuts:
+        return text
+    parts, last = [], 0
+    for cut in cuts:
+        parts += [text[last:cut], mark]
+        last = cut
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def make_nonce(seed: int, content: str, length: int = NONCE_CHARS) -> str:
