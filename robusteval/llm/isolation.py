@@ -92,23 +92,25 @@ def _delimiter() -> re.Pattern[str]:
 
 
 def _insert_break(rx: re.Pattern[str], text: str) -> str:
-    """The break mark between group 1 and group 2 of every match of ``rx``. Matched on the text's skeleton
-    (:func:`robusteval.detectors.sanitize.skeleton_with_origin`: NFKC, invisible characters
-    dropped, case folded, Cyrillic / Greek lookalikes read as Latin), so ``Ｓｃｏｒｅ:``,
-    ``Ѕсоrе:`` and ``Sc\u200bore:`` are broken like ``Score:``; the mark goes into the original
-    text, which is otherwise left as it was."""
+    """The break mark between group 1 and group 2 of every match of ``rx``, found on the text
+    itself and on its skeleton (:func:`robusteval.detectors.sanitize.skeleton_with_origin`:
+    NFKC, invisible and control characters dropped, case folded, Cyrillic / Greek lookalikes
+    read as Latin), so ``Ｓｃｏｒｅ:``, ``Ѕсоrе:`` and ``Sc\u200bore:`` are broken like ``Score:``.
+    Both: a character the skeleton drops or rewrites *before* a marker (``x\u200bScore:``, a
+    Cyrillic ``а`` glued to it) may hide it from one view but not from the other. The marks go
+    into the original text, which is otherwise left as it was."""
     mark = break_mark()
-    if text.isascii():  # the skeleton of ASCII text is its case fold: match it directly
-        return rx.sub(lambda m: m.group(1) + mark + m.group(2), text)
-    from robusteval.detectors.sanitize import skeleton_with_origin
+    # right after the character that ends group 1
+    cuts = {m.end(1) for m in rx.finditer(text)}
+    if not (text.isascii() and text.isprintable()):  # else the skeleton is the case fold: nothing new
+        from robusteval.detectors.sanitize import skeleton_with_origin
 
-    skel, origin = skeleton_with_origin(text)
-    # right after the original character that ends group 1 (as the ASCII path puts it)
-    cuts = sorted({origin[m.end(1) - 1] + 1 if m.end(1) > 0 else 0 for m in rx.finditer(skel)})
+        skel, origin = skeleton_with_origin(text)
+        cuts |= {origin[m.end(1) - 1] + 1 if m.end(1) > 0 else 0 for m in rx.finditer(skel)}
     if not cuts:
         return text
     parts, last = [], 0
-    for cut in cuts:
+    for cut in sorted(cuts):
         parts += [text[last:cut], mark]
         last = cut
     parts.append(text[last:])
