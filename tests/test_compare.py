@@ -168,8 +168,9 @@ def test_unknown_names_fail_before_any_work(tiny_bert, tmp_path, capsys, where, 
     assert "unknown" in capsys.readouterr().err and not out.exists()
 
 
-@pytest.mark.parametrize("content, message", [(None, "thresholds file not found"),
-                                              ("{}", "no 'detectors' table")])
+@pytest.mark.parametrize("content, message", [
+    (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
+    ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate")])
 def test_a_bad_thresholds_file_fails_before_the_run_folder_is_claimed(tiny_bert, tmp_path, capsys, content,
                                                                      message) -> None:
     """Else the fixed rerun would be refused: the folder "holds an earlier run"."""
@@ -297,13 +298,17 @@ def test_the_report_tolerance_renders_verdicts_without_changing_the_run(compared
     assert again["provenance"].pop("tolerance")["spearman_drop"] == 0.5
     assert again == {**report, "provenance": {k: v for k, v in report["provenance"].items() if k != "tolerance"}}
     assert "mean Spearman falls by at most 0.5" in (copy / "report.md").read_text()
+    # re-rendered without a tolerance (a screenshot, a code update): the recorded one stays
+    assert main(["compare", "--out-dir", str(copy), "--report-only"]) == 0
+    assert json.loads((copy / "report.json").read_text())["provenance"]["tolerance"]["spearman_drop"] == 0.5
+    assert "mean Spearman falls by at most 0.5" in (copy / "report.md").read_text()
     assert main(["compare", "--config", str(cfg_path), "--out-dir", str(copy), "--resume",
                  "--tolerance.flagged", "0.01"]) == 0
     assert json.loads((copy / "report.json").read_text())["provenance"]["tolerance"]["flagged"] == 0.01
     capsys.readouterr()
     assert main(["compare", "--out-dir", str(copy), "--report-only", "--tolerance.flagged", "5"]) == 2
     err = capsys.readouterr().err
-    assert "tolerance" in err and "fractions in [0, 1)" in err
+    assert "tolerance" in err and "fractions in [0, 1]" in err
 
 
 def test_gate_rows_show_each_round_and_which_was_kept() -> None:
@@ -475,6 +480,10 @@ def test_parse_file_reads_and_validates_like_the_command_line(tmp_path) -> None:
                     " victims: [{name: rougeL}]}\nguard: {detectors: [nonalnum], thresholds: t.json}\n")
     cfg = parse_file(good)
     assert cfg.suites[0].victims[0].name == "rougeL" and cfg.raw["suites"][0]["dataset"] == "quickstart-dialogue"
+    # the command's own settings are welcome in the file and stay out of the comparison's raw
+    full = tmp_path / "full.yaml"
+    full.write_text(good.read_text() + "tolerance: {spearman_drop: 0.01}\nworkers: 3\nout_dir: runs/x\n")
+    assert parse_file(full).raw == cfg.raw
     bad = tmp_path / "bad.yaml"
     bad.write_text(good.read_text() + "seeed: 3\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml.*seeed"):

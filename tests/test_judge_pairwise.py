@@ -101,6 +101,22 @@ def test_unparseable_outputs_are_ties_counted_per_sample_or_an_error() -> None:
         strict.score([dlg("x", "meh")])
 
 
+def test_failed_requests_fall_back_to_a_tie_counted_per_sample() -> None:
+    """With on_llm_error="midpoint" a failed request is a tie; order="both" asks twice per
+    sample, and ``llm_failed`` counts the samples (2 here: "meh" failed in one order, "ok" in both)."""
+
+    class Flaky(ScriptedLLM):
+        def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=32, seed=0, **kw):
+            out = super().generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+            return [[] if candidates(p)[0] in ("meh", "ok") or candidates(p)[1] == "ok" else o
+                    for p, o in zip(prompts, out, strict=True)]
+
+    judge = PairwiseJudge(backend=Flaky(answer=lambda p: "A"), on_llm_error="midpoint")
+    scores = judge.score([dlg("x", "meh"), dlg("y", "ok"), dlg("z", "fine")])
+    assert judge.report()["fallbacks"] == {"llm_failed": 2}
+    assert scores.tolist() == [25.0, 50.0, 50.0]  # meh: (tie + the reference wins) / 2; ok: two ties
+
+
 def test_probability_mode_weighs_a_b_and_tie() -> None:
     be = ScriptedLLM(probs=[0.6, 0.2, 0.2])  # P(first wins) = 0.6 + 0.2 / 2 = 0.7
     assert PairwiseJudge(backend=be, mode="prob", order="ab").score([dlg("x", "meh")])[0] == pytest.approx(70.0)

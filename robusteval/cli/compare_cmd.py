@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from robusteval.cli.common import Command
-from robusteval.config.compare import CompareCommand
+from robusteval.config.compare import CompareCommand, Tolerance
 from robusteval.errors import RobustevalError
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "compare" / "quickstart.yaml"
@@ -30,9 +30,10 @@ def _run(cfg: CompareCommand, command: str) -> int:
     comparison = cfg.comparison()
     out = Path(cfg.out_dir)
     start = time.perf_counter()
-    report = compare(comparison, out, resume=cfg.resume, tolerance=cfg.tolerance)
+    tol = cfg.tolerance or Tolerance()
+    report = compare(comparison, out, resume=cfg.resume, tolerance=tol)
     print()
-    print("\n".join(table(HEADLINE, headline_rows(report, cfg.tolerance))))
+    print("\n".join(table(HEADLINE, headline_rows(report, tol))))
     print(f"\n{command} finished in {time.perf_counter() - start:.0f} s")
     print(f"report: {out / 'report.html'}  (also {out / 'report.md'}, {out / 'report.json'})")
     return 0
@@ -48,7 +49,7 @@ def report_only(cfg: CompareCommand) -> int:
     if not (out / "report.json").is_file():
         raise RobustevalError(f"{out / 'report.json'} not found: --report-only re-renders a finished run "
                               "(run `robusteval compare` first)")
-    render_report(out, cfg.data_dir, tol=cfg.tolerance)
+    render_report(out, cfg.data_dir, tol=cfg.tolerance)  # None: the tolerance the run recorded
     print(f"rendered {out / 'report.html'} and {out / 'report.md'} from {out / 'report.json'}")
     if cfg.screenshot:
         print(f"screenshot {screenshot(out / 'report.html', cfg.screenshot)}")

@@ -502,10 +502,9 @@ def check_names(cfg: CompareConfig) -> None:
             detectors.info(str(name))  # registered, a plugin's entry point or module:attr
         except UnknownNameError as exc:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
-    if cfg.guard.thresholds:  # a missing or malformed file fails before the run folder is claimed
-        from robusteval.detectors.base import read_thresholds
-
-        read_thresholds(cfg.guard.thresholds)
+    if cfg.guard.thresholds:  # a missing or malformed file, or thresholds calibrated for other
+        # detector settings, fail before the run folder is claimed
+        detectors.resolve(cfg.guard.detectors, str(cfg.guard.thresholds))
     for name in [*split_csv(cfg.guard.calibrate.get("clean")), *cfg.guard.fpr_sets]:
         check_clean(name)  # a shipped clean set, or any dataset: a file, hf:NAME, module:attr
     for suite in cfg.suites:

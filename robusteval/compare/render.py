@@ -86,13 +86,14 @@ def add_flag_contexts(variants: dict[str, Any], out: Path, sets: dict[str, list[
             per["_flagged"] = new
 
 
-def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Tolerance = DEFAULT_TOLERANCE,
+def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Tolerance | None = None,
                   fill_validity: bool = True) -> dict[str, Any]:
     """Rewrite ``report.md`` and ``report.html`` of the run in ``out_dir`` from its
-    ``report.json``. With ``fill_validity`` a run that lacks the validity intervals gets them
-    from its score logs (:func:`add_missing_validity`) and ``report.json`` is rewritten with
-    them, and its ``provenance.tolerance`` records ``tol`` (the verdicts' tolerance); nothing else
-    in it changes. Returns the report."""
+    ``report.json``. The verdicts follow ``tol``; without one, the tolerance the run recorded
+    (``provenance.tolerance``), else the default. With ``fill_validity`` a run that lacks the
+    validity intervals gets them from its score logs (:func:`add_missing_validity`); report.json
+    is rewritten when that added something or ``tol`` differs from the recorded tolerance (which
+    it then records); nothing else in it changes. Returns the report."""
     from robusteval.compare.report_html import render
     from robusteval.compare.report_md import markdown
     from robusteval.results import read_json, write_json
@@ -100,9 +101,11 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
     out = Path(out_dir)
     report = read_json(out / "report.json", missing="run `robusteval compare` first")
     changed = fill_validity and add_missing_validity(report, out, data_dir)
-    used = dataclasses.asdict(tol)
-    if isinstance(report.get("provenance"), dict) and report["provenance"].get("tolerance") != used:
-        report["provenance"]["tolerance"] = used  # the verdicts on the page follow this tolerance
+    recorded = (report.get("provenance") or {}).get("tolerance")
+    if tol is None:
+        tol = Tolerance(**recorded) if isinstance(recorded, dict) else DEFAULT_TOLERANCE
+    elif isinstance(report.get("provenance"), dict) and recorded != dataclasses.asdict(tol):
+        report["provenance"]["tolerance"] = dataclasses.asdict(tol)  # the page's verdicts follow it
         changed = True
     if changed:
         write_json(out / "report.json", report)

@@ -338,20 +338,22 @@ class CompareCommand(CompareConfig, Output, Execution):
             validity intervals of a run made before they existed)
         screenshot: with report_only, also write a PNG of the page's top (headless Chromium)
         tolerance: how much validity a defense may cost and still be recommended in the
-            report's verdicts (spearman_drop, flagged, invariance_rise; fractions). Not part of
-            the run's fingerprint: change it and re-render with report_only
+            report's verdicts (spearman_drop, flagged, invariance_rise; fractions; default
+            0.02, 0.05, 0.05). Not part of the run's fingerprint: change it and re-render with
+            report_only, which otherwise keeps the tolerance the run recorded
     """
 
     report_only: bool = False
     screenshot: str | None = None
-    tolerance: Tolerance = field(default_factory=Tolerance)
+    tolerance: Tolerance | None = None
 
     def validate(self) -> None:
         self.validate_out()
         self.validate_execution()
-        bad = {k: v for k, v in dataclasses.asdict(self.tolerance).items() if not 0.0 <= v < 1.0}
+        bad = {k: v for k, v in dataclasses.asdict(self.tolerance).items() if not 0.0 <= v <= 1.0} \
+            if self.tolerance is not None else {}
         if bad:
-            raise ConfigError(f"tolerance: {bad} must be fractions in [0, 1) (0.02, not 2)")
+            raise ConfigError(f"tolerance: {bad} must be fractions in [0, 1] (0.02, not 2)")
         if self.screenshot and not self.report_only:
             raise ConfigError("--screenshot goes with --report-only (it pictures a rendered report)")
         if self.report_only:
@@ -375,5 +377,13 @@ def parse(raw: dict[str, Any]) -> CompareConfig:
 
 
 def parse_file(path: str | os.PathLike[str]) -> CompareConfig:
-    """A compare config file, read and validated as ``robusteval compare --config`` reads it."""
-    return from_file(CompareConfig, path)
+    """A compare config file, read as ``robusteval compare --config`` reads it (the command's own
+    settings -- out_dir, workers, tolerance... -- are accepted and left out), the comparison
+    validated; ``raw`` is what the command's fingerprint records."""
+    cmd = from_file(CompareCommand, path, validate=False)  # out_dir may be absent: a script sets it
+    cfg = cmd.comparison()
+    try:
+        cfg.validate()
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
+    return cfg

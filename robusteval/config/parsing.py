@@ -142,9 +142,9 @@ def split_csv(value: str | Sequence[str] | None) -> list[str]:
     return [str(v).strip() for v in items if str(v).strip()]
 
 
-def build(cls: type, parser: ArgumentParser, ns: Namespace, where: str = "") -> Any:
+def build(cls: type, parser: ArgumentParser, ns: Namespace, where: str = "", validate: bool = True) -> Any:
     """The parsed namespace as an instance of ``cls`` (nested dataclasses instantiated), then
-    its ``validate()``: the checks a type cannot express."""
+    (with ``validate``) its ``validate()``: the checks a type cannot express."""
     ns = ns.clone()
     if "config" in ns:
         del ns["config"]
@@ -153,10 +153,10 @@ def build(cls: type, parser: ArgumentParser, ns: Namespace, where: str = "") -> 
         obj = cls(**{f.name: init[f.name] for f in dataclasses.fields(cls) if f.name in init})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}{exc}") from None
-    validate = getattr(obj, "validate", None)
-    if validate is not None:
+    check = getattr(obj, "validate", None) if validate else None
+    if check is not None:
         try:
-            validate()
+            check()
         except ConfigError as exc:
             raise ConfigError(f"{where}{exc}") from None
     if any(f.name == "raw" and not f.init for f in dataclasses.fields(cls)):
@@ -187,9 +187,10 @@ def from_dict(cls: type, raw: Any, where: str) -> Any:
     return build(cls, parser, ns, f"{where}: ")
 
 
-def from_file(cls: type, path: str | os.PathLike[str], where: str | None = None) -> Any:
+def from_file(cls: type, path: str | os.PathLike[str], where: str | None = None, validate: bool = True) -> Any:
     """A config file (YAML or JSON) -> ``cls``, read by the same parser as ``--config`` on the
-    command line and validated exactly as it is; errors start with ``where`` (default: the path)."""
+    command line and (with ``validate``) validated exactly as it is; errors start with ``where``
+    (default: the path)."""
     p = Path(path)
     where = where or f"config {p}"
     if not p.is_file():
@@ -199,7 +200,7 @@ def from_file(cls: type, path: str | os.PathLike[str], where: str | None = None)
         ns = parser.parse_path(str(p))
     except Exception as exc:  # invalid YAML, unknown keys, wrong types: jsonargparse's errors
         raise ConfigError(f"{where}: {explain(str(exc), cls, parser)}") from None
-    return build(cls, parser, ns, f"{where}: ")
+    return build(cls, parser, ns, f"{where}: ", validate)
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

@@ -250,7 +250,8 @@ class PairwiseJudge(JudgeBase, PairMetric):
                 continue
             letters = [parse_verdict(t, last=self.isolation) for t in texts]
             good = [FIRST_WINS[x] for x in letters if x is not None]
-            self.fallbacks["unparseable_outputs"] += len(letters) - len(good)
+            if len(letters) > len(good):
+                self.fallbacks["unparseable_outputs"] += len(letters) - len(good)
             if good:
                 first[i] = float(np.mean(good))
         unparsed = np.isnan(first) & ~failed
