@@ -103,7 +103,9 @@ def test_three_labels_nli_pairs_response_reference(tmp_path) -> None:
     two = samples[0].__class__(**{**samples[0].__dict__, "references": (TEXTS["fr"][1],)})
     one_each = [m.score([Sample(id="a", task="dialogue", response=two.response, reference=r)])[0]
                 for r in two.all_references()]
-    assert m.score([two])[0] == pytest.approx(max(one_each), abs=1e-6)
+    # one batch of two pairs vs two batches of one: padding changes float32 sums in the last
+    # digits (3e-6 points seen on a loaded CI machine), so the tolerance is the test's 1e-4
+    assert m.score([two])[0] == pytest.approx(max(one_each), abs=1e-4)
     with pytest.raises(ValueError, match="0: contradiction, 1: neutral, 2: entailment"):
         metrics.load("hf-classifier", checkpoint=str(folder))  # which label is "good" is never guessed
     with pytest.raises(ValueError, match="not a label"):

@@ -77,7 +77,8 @@ def test_next_token_probs_with_and_without_the_shared_prefix(llm) -> None:
     plain = llm.next_token_probs(PROMPTS, opts)
     llm.share_prefix = True
     alone = np.vstack([llm.next_token_probs([p], opts) for p in PROMPTS])
-    assert np.allclose(shared, plain, atol=1e-6) and np.allclose(shared, alone, atol=1e-6)
+    # batched vs alone: padding moves float32 sums in the last digits (as in test_hf_classifier)
+    assert np.allclose(shared, plain, atol=1e-5) and np.allclose(shared, alone, atol=1e-5)
     assert np.allclose(shared.sum(1), 1.0)
 
 
