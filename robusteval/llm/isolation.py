@@ -103,9 +103,7 @@ def _insert_break(rx: re.Pattern[str], text: str) -> str:
     # right after the character that ends group 1
     cuts = {m.end(1) for m in rx.finditer(text)}
     if not (text.isascii() and text.isprintable()):  # else the skeleton is the case fold: nothing new
-        from robusteval.detectors.sanitize import skeleton_with_origin
-
-        skel, origin = skeleton_with_origin(text)
+        skel, origin = _skeleton(text)
         cuts |= {origin[m.end(1) - 1] + 1 if m.end(1) > 0 else 0 for m in rx.finditer(skel)}
     if not cuts:
         return text
@@ -115,6 +113,16 @@ def _insert_break(rx: re.Pattern[str], text: str) -> str:
         last = cut
     parts.append(text[last:])
     return "".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _skeleton(text: str) -> tuple[str, tuple[int, ...]]:
+    """:func:`robusteval.detectors.sanitize.skeleton_with_origin`, once per text: a text without
+    markers goes through every pattern unchanged, so its skeleton is built once, not per pattern."""
+    from robusteval.detectors.sanitize import skeleton_with_origin
+
+    skel, origin = skeleton_with_origin(text)
+    return skel, tuple(origin)
 
 
 def make_nonce(seed: int, content: str, length: int = NONCE_CHARS) -> str:
