@@ -43,6 +43,8 @@ def script(ch: str) -> str | None:
 
 def main_script(text: str) -> str | None:
     """The script of most of the letters of ``text`` (None when it has no letter)."""
+    if text.isascii():  # every ASCII letter is Latin: skip the per-character Unicode name lookups
+        return "LATIN" if any(c.isalpha() for c in text) else None
     counts = Counter(s for s in map(script, text) if s)
     return counts.most_common(1)[0][0] if counts else None
 

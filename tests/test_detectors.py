@@ -201,6 +201,17 @@ def test_parse_triple_exact_and_against() -> None:
     assert gap["suspicion"] == pytest.approx(1 - gap["triple_p"] / gap["lemma_p"])
 
 
+def test_parse_triple_counts_each_root_as_its_own_triple() -> None:
+    from robusteval.detectors import parsing
+    from robusteval.detectors.parse_triple import triples
+
+    doc = parsing.parse(["The cat sat on the mat."])[0]
+    got = triples(doc)
+    assert got[("sit", "ROOT", "sit")] == 1 and got[("sit", "nsubj", "cat")] == 1
+    assert sum(got.values()) == 6  # one per word (the, cat, sat, on, the, mat), none for "."
+    assert all(rel != "punct" for _, rel, _ in got)
+
+
 def test_parse_triple_judges_summaries_in_english_and_counts_what_it_skips() -> None:
     d = detectors.load("parse_triple")
     reply = dlg("sure , i 'd love to come to the party on friday .")  # a good reply shares no triple with its context

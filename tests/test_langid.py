@@ -4,6 +4,8 @@ detectors abstain on other languages."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from robusteval.langid import language, main_script, normalize
 
@@ -34,3 +36,16 @@ def test_main_script_is_the_majority_of_letters() -> None:
                                            ("fa", "fa"), ("und-cjk", "und-cjk"), ("klingon", "klingon")])
 def test_normalize(tag: str, code: str) -> None:
     assert normalize(tag) == code
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+@example(text="")
+@example(text="_ 1")
+def test_main_script_ascii_fast_path_agrees_with_the_unicode_names(text: str) -> None:
+    from collections import Counter
+
+    from robusteval.langid import script
+
+    counts = Counter(s for s in map(script, text) if s)
+    assert main_script(text) == (counts.most_common(1)[0][0] if counts else None)
