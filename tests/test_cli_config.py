@@ -71,6 +71,11 @@ def _typo_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["harden", "--config", _cfg(tmp_path, "h.yaml", {"attack": {"dataset": "x", "attacks": ["y"],
                                                                      "buget": 3}}), "--out-dir", out],
          "unknown key 'buget' in attack; did you mean 'budget'?"),
+        # a misspelled key whose value is an empty mapping leaves no dotted key for jsonargparse
+        ([*score, "--config", _cfg(tmp_path, "e.yaml", {"optoins": {}})],
+         "unknown key 'optoins' at the top level; did you mean 'options'?"),
+        ([*attack, "--config", _cfg(tmp_path, "e2.yaml", {"guard": {"detectors": ["nonalnum"], "optoins": {}}})],
+         "unknown key 'optoins' in guard"),
     ]
 
 
@@ -96,8 +101,20 @@ def test_compare_typos_deep_in_the_config_name_their_block(tmp_path) -> None:
     base["suites"][1]["datset"] = "x"
     with pytest.raises(ConfigError, match=r"unknown key 'datset' in suites; did you mean 'dataset'\?"):
         parse_compare(base)
+    base = yaml.safe_load(COMPARE.read_text())
+    base["suites"][0]["victims"][0]["optoins"] = {}  # empty: no dotted key left behind for jsonargparse
+    with pytest.raises(ConfigError, match=r"unknown key 'optoins' in suites.victims; did you mean 'options'\?"):
+        parse_compare(base)
+    base = yaml.safe_load(COMPARE.read_text())
+    base["suites"][0]["victims"][0]["train"]["rounds"]["onlin"] = {}
+    with pytest.raises(ConfigError, match=r"unknown key 'onlin'.*did you mean 'online'\?"):
+        parse_compare(base)
+    base = yaml.safe_load(COMPARE.read_text())
+    base["suites"][0]["victims"][0]["options"] = {}  # an empty mapping where one belongs is fine
+    parse_compare(base)
+    base["guardd"] = {}
     before = json.dumps(base, sort_keys=True)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"unknown key 'guardd' at the top level; did you mean 'guard'\?"):
         parse_compare(base)
     assert json.dumps(base, sort_keys=True) == before  # the caller's dict is left as it was
 

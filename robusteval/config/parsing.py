@@ -179,6 +179,10 @@ def from_dict(cls: type, raw: Any, where: str) -> Any:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping at the top level")
+    try:
+        check_empty_keys(cls, raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     parser = _dict_parser(cls)
     try:
         ns = parser.parse_object(copy.deepcopy(raw))  # jsonargparse turns nested dicts into Namespaces
@@ -195,6 +199,10 @@ def from_file(cls: type, path: str | os.PathLike[str], where: str | None = None,
     where = where or f"config {p}"
     if not p.is_file():
         raise ConfigError(f"{where}: file not found")
+    try:
+        check_file_keys(cls, p)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     parser = _dict_parser(cls)
     try:
         ns = parser.parse_path(str(p))
@@ -273,6 +281,69 @@ def fields_at(root: type | None, path: Sequence[str]) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init] if cls is not None else []
 
 
+def unknown_key(key: str, path: Sequence[str], known: Sequence[str]) -> str:
+    """"unknown key 'optoins' in suites.victims; did you mean 'options'?" (else the ``known``
+    keys of that level)."""
+    hint = did_you_mean(key, known)
+    where = ".".join(path)
+    at = f"in {where}" if where else "at the top level"
+    allowed = f" (allowed: {', '.join(known)})" if known and not hint else ""
+    return f"unknown key {key!r} {at}{hint}{allowed}"
+
+
+def _takes_mapping(tp: Any) -> bool:
+    """Whether a field of type ``tp`` accepts a free-form mapping (``dict[str, Any]``, or a
+    union with one): its keys are not config keys."""
+    if tp is dict or typing.get_origin(tp) is dict:
+        return True
+    return any(_takes_mapping(arg) for arg in typing.get_args(tp))
+
+
+def check_empty_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
+    """Raise :class:`ConfigError` for a misspelled key whose value is an empty mapping
+    (``optoins: {}``) anywhere in a config for ``cls``. jsonargparse flattens nested mappings
+    into dotted keys, so an empty one leaves no key behind to reject: without this check the
+    typo passes silently. (Every other unknown key is jsonargparse's to report.)"""
+    if not isinstance(raw, dict) or not dataclasses.is_dataclass(cls):
+        return
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    for key, value in raw.items():
+        if key not in names:
+            if isinstance(value, dict) and not value:
+                raise ConfigError(unknown_key(str(key), path, [f.name for f in dataclasses.fields(cls) if f.init]))
+            continue
+        tp = hints.get(key)
+        sub = _dataclass_in(tp)
+        if sub is None or _takes_mapping(tp):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            check_empty_keys(sub, item, (*path, key))
+
+
+def check_file_keys(cls: type, path: str | os.PathLike[str]) -> None:
+    """:func:`check_empty_keys` on a YAML or JSON config file; a file that does not read as
+    YAML is left to jsonargparse, which names the problem."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return
+    check_empty_keys(cls, raw)
+
+
+def _config_files(args: Sequence[str]) -> list[str]:
+    """The files named by ``--config FILE`` / ``--config=FILE`` in a command line."""
+    files = []
+    for i, tok in enumerate(args):
+        if tok == "--config" and i + 1 < len(args):
+            files.append(args[i + 1])
+        elif tok.startswith("--config="):
+            files.append(tok.partition("=")[2])
+    return files
+
+
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -306,11 +377,7 @@ def explain(message: str, root: type | None = None, parser: ArgumentParser | Non
     where = ".".join(path)
     m = _NOT_ACCEPTED.search(line)
     if m:
-        known = fields_at(root, path)
-        hint = did_you_mean(m.group(1), known)
-        at = f"in {where}" if where else "at the top level"
-        allowed = f" (allowed: {', '.join(known)})" if known and not hint else ""
-        return f"unknown key {m.group(1)!r} {at}{hint}{allowed}"
+        return unknown_key(m.group(1), path, fields_at(root, path))
     m = _REQUIRED.search(line)
     if m:
         keys = ", ".join(k.strip().rpartition(".")[2] for k in m.group(1).split(","))
@@ -330,6 +397,11 @@ def parse_command(parser: ArgumentParser, cls: type, argv: Sequence[str],
     """``argv`` (old spellings welcome) -> a validated ``cls``; ``--help`` and
     ``--print_config`` print and exit as usual."""
     args = rewrite_argv(argv, parser, cls, aliases)
+    for path in _config_files(args):
+        try:
+            check_file_keys(cls, path)
+        except ConfigError as exc:
+            raise ConfigError(f"config {path}: {exc}") from None
     try:
         ns = parser.parse_args(args)
     except SystemExit:
