@@ -387,3 +387,45 @@ def test_cluster_intervals_do_not_depend_on_the_order_of_the_rows() -> None:
     assert a == b and a["ci_method"] == "cluster-bootstrap"
     assert mean_ci(values, clusters, n_boot=300, seed=0) == mean_ci([values[i] for i in perm],
                                                                     [clusters[i] for i in perm], n_boot=300, seed=0)
+
+
+def test_cli_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path) -> None:
+    """A scheduler's SIGTERM used to kill the process wherever it was; now the command stops the
+    way Ctrl-C stops it (exit 143, one line saying how to resume) and the same command with
+    --resume finishes the run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slowmetric.py").write_text(
+        "import os, pathlib, time\n"
+        "def overlap(predictions, references=None, sources=None):\n"
+        "    if os.environ.get('SLOW_METRIC'):\n"
+        "        pathlib.Path(os.environ['SLOW_METRIC']).write_text('started')\n"
+        "        time.sleep(60)\n"
+        "    return [50.0 for _ in predictions]\n", encoding="utf-8")
+    data = tmp_path / "in.jsonl"
+    rows = [{"id": f"s{i}", "response": r, "reference": "the cat"} for i, r in
+            enumerate(["the cat", "猫", "قطة", "बिल्ली", "кошка", "le chat"])]
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "robusteval.cli.main", "score", "--metric", "slowmetric:overlap", "--dataset",
+           str(data), "--out-dir", str(out)]
+    marker = tmp_path / "started"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "SLOW_METRIC": str(marker)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "--resume" in err and "Traceback" not in err
+    env.pop("SLOW_METRIC")
+    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["id"] for r in read_jsonl(out / "scores.jsonl")) == [f"s{i}" for i in range(6)]

@@ -9,6 +9,7 @@ flag ends in one line ``robusteval <command>: error: ...`` (exit 2) before any w
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
     try:
-        with executing(cfg):
+        with executing(cfg), stopping_on_sigterm():
             return int(cmd.run(cfg) or 0)
     except (RobustevalError, FileExistsError, ValueError) as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
@@ -143,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{where}: interrupted; {resume_hint(cfg)}", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"\n{where}: terminated (SIGTERM); {resume_hint(cfg)}", file=sys.stderr)
+        return 143
     except OSError as exc:  # disk full, read-only folder, permissions: one line, not a traceback
         at = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         print(f"{where}: error: cannot write or read{at}: {exc.strerror or exc}; {resume_hint(cfg)}",
@@ -167,6 +171,31 @@ def executing(cfg: Any) -> Iterator[None]:
             yield
     finally:
         executor.shutdown()
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a scheduler's timeout, ``kill``, a container stop): the run stops the way
+    Ctrl-C stops it, so open files are closed, the output folder's claim is released and the
+    user is told how to resume, instead of the process vanishing mid-row. A BaseException, as
+    KeyboardInterrupt is, so that no ``except Exception`` on the way swallows it."""
+
+
+@contextlib.contextmanager
+def stopping_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread while the block runs; the previous
+    handler is put back afterwards (outside the main thread nothing changes)."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def resume_hint(cfg: Any) -> str:
