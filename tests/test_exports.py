@@ -6,6 +6,7 @@ robusteval, peft's ``AutoPeftModel`` and ``load_from_checkpoint`` with the same 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -105,6 +106,17 @@ def test_export_and_checkpoint_load_on_a_moved_copy_of_the_repository(tmp_path, 
         back = CrossEncoderModule.load_from_checkpoint(str(path)).eval()
         with torch.no_grad():
             np.testing.assert_allclose(100 * back.predict(SAMPLES).numpy(), before, atol=1e-5)
+    # a folder lacking a trainable weight is refused, unless strict=False (then a warning names it)
+    partial = tmp_path / "partial.ckpt"
+    shutil.copytree(m_last, partial)
+    state = json.loads((partial / "state.json").read_text(encoding="utf-8"))
+    dropped = next(k for k in state["state_dict"] if "lora_A" in k)
+    del state["state_dict"][dropped]
+    (partial / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    with pytest.raises(RobustevalError, match=r"does not match CrossEncoderModule \(trainable weights missing"):
+        CrossEncoderModule.load_from_checkpoint(str(partial))
+    with pytest.warns(UserWarning, match=rf"missing: \['{re.escape(dropped)}'\].*loaded anyway \(strict=False\)"):
+        CrossEncoderModule.load_from_checkpoint(str(partial), strict=False)
 
 
 def test_a_known_base_is_stored_by_hub_id_and_resolved_to_the_local_copy(tiny_bert, tmp_path, monkeypatch) -> None:

@@ -276,7 +276,9 @@ class EvaluatorModule(pl.LightningModule):
         Here a folder is read by that plugin and rebuilt by Lightning's own loader (the saved
         hyper-parameters, ``kwargs`` overriding them, then the trainable weights). An export
         folder (``scorer.json``) is loaded as the module's ``checkpoint=``. A file goes to
-        Lightning unchanged."""
+        Lightning unchanged. A folder must hold every trainable weight of the module and
+        nothing else, unless ``strict=False``: then a mismatch is a warning naming the weights
+        and the rest is loaded."""
         path = Path(checkpoint_path) if isinstance(checkpoint_path, str | Path) else None
         if path is None or not path.is_dir():
             return super().load_from_checkpoint(checkpoint_path, map_location=map_location,  # type: ignore[misc]
@@ -303,8 +305,14 @@ class EvaluatorModule(pl.LightningModule):
         lost = sorted(n for n, p in model.named_parameters() if p.requires_grad and n not in have)
         unexpected = sorted(have - set(model.state_dict()))
         if lost or unexpected:
-            raise RobustevalError(f"{path}: the checkpoint does not match {type(model).__name__} "
-                                  f"(trainable weights missing: {lost[:3]}, unexpected: {unexpected[:3]})")
+            msg = (f"{path}: the checkpoint does not match {type(model).__name__} "
+                   f"(trainable weights missing: {lost[:3]}{' ...' if len(lost) > 3 else ''}, "
+                   f"unexpected: {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''})")
+            if strict is False:  # the caller asked for a partial load (e.g. a new head on old adapters)
+                warnings.warn(f"{msg}; loaded anyway (strict=False): the missing weights keep their "
+                              "initial values, the unexpected ones are ignored", stacklevel=2)
+            else:
+                raise RobustevalError(msg)
         return model
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
