@@ -436,3 +436,19 @@ def test_harden_rounds_flag_keeps_the_rest_of_the_rounds_block(monkeypatch, tmp_
     (tmp_path / "out" / "harden.md").write_text("x")
     assert main(["harden", "--config", str(path), "--rounds", "4", "--out-dir", str(tmp_path / "out")]) == 0
     assert seen["rounds"] == {"rounds": 4, "tolerance": 0.05, "lr": 0.001}
+
+
+def test_harden_dict_keys_are_the_harden_configs_fields(tmp_path) -> None:
+    """One list of keys: the Python API refuses what the config file would, and accepts each
+    field of HardenConfig that is not about where the output goes."""
+    import dataclasses
+
+    from robusteval.training.harden import harden, harden_keys
+
+    from robusteval.config.harden import HardenConfig
+    from robusteval.errors import RobustevalError
+
+    assert harden_keys() == {f.name for f in dataclasses.fields(HardenConfig)} - {"out_dir", "resume", "data_dir"}
+    with pytest.raises(RobustevalError, match=r"unknown key\(s\) \['atack'\]; allowed: accelerator, attack"):
+        harden({"atack": {}}, tmp_path / "h")
+    assert not (tmp_path / "h").exists()  # refused before any folder is made

@@ -54,8 +54,15 @@ def rounds_spec(cfg: dict[str, Any]) -> tuple[dict[str, Any], RoundsSpec]:
     return round_settings(dict(cfg.get("model") or {}), raw)
 
 
-HARDEN_KEYS = {"module", "model", "data", "epochs", "round_epochs", "pretrain", "rounds", "attack", "criteria",
-               "seed", "test_rounds", "accelerator"}
+def harden_keys() -> set[str]:
+    """The keys of a ``harden`` config dict: :class:`robusteval.config.harden.HardenConfig`'s
+    fields but where the output goes (``out_dir``, ``resume``) and ``data_dir``, which
+    :func:`harden` takes as arguments."""
+    import dataclasses
+
+    from robusteval.config.harden import HardenConfig
+
+    return {f.name for f in dataclasses.fields(HardenConfig)} - {"out_dir", "resume", "data_dir"}
 
 
 def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
@@ -66,10 +73,11 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     from robusteval.data.select import select
     from robusteval.results import claim_folder, run_fingerprint
 
-    unknown = set(cfg) - HARDEN_KEYS
+    allowed = harden_keys()
+    unknown = set(cfg) - allowed
     if unknown:
         raise RobustevalError(f"harden config: unknown key(s) {sorted(unknown)}; "
-                              f"allowed: {', '.join(sorted(HARDEN_KEYS))}")
+                              f"allowed: {', '.join(sorted(allowed))}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     kind = str(cfg.get("module", "cross-encoder"))
