@@ -173,6 +173,8 @@ def worker_client(url: str, prompts: int, concurrency: int) -> dict[str, Any]:
 def run_worker(root: Path, *args: str, timeout: float = 3600) -> dict[str, Any]:
     """Run ``this file _worker ...`` with ``root`` first on the import path; its last line is JSON."""
     env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if env.get("ROBUSTEVAL_DATA"):  # the worker runs in root: a relative data folder would point elsewhere
+        env["ROBUSTEVAL_DATA"] = str(Path(env["ROBUSTEVAL_DATA"]).resolve())
     proc = subprocess.run([sys.executable, str(HERE), "_worker", *args], env=env, cwd=root, timeout=timeout,
                           capture_output=True, text=True)
     if proc.returncode != 0:
