@@ -13,7 +13,7 @@ from toy import LengthMetric
 
 from robusteval import Sample, attacks
 from robusteval.asr import asr_table, counted, overall, summarize
-from robusteval.attacks.base import ResultRow
+from robusteval.attacks.base import AttackResult, ResultRow
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.runner import read_results, run_attacks
 from robusteval.errors import RunMismatchError
@@ -136,13 +136,33 @@ def test_an_unchanged_text_never_counts_as_moved() -> None:
     assert Criteria().judge(r, None)["invariance"] is True
 
 
+def test_a_tie_within_float_noise_is_a_tie() -> None:
+    """The same text scored in two batches differs by a few millionths of a point (measured:
+    13.62752616405487 vs 13.627524673938751 for BERTScore MiniLM under the sanitize guard); an
+    exact >= made such a tie "not fooled". Within tie_tolerance it is tied; beyond, it is not."""
+    def row(before: float, after: float) -> AttackResult:
+        return AttackResult(attack="a", family="f", sample_id="s", direction="R-", original="x y",
+                            adversarial="teacher: x y", expected="low", victim_before=before,
+                            victim_after=after)
+
+    crit = Criteria()
+    noisy = crit.judge(row(13.62752616405487, 13.627524673938751), 13.62752616405487)
+    assert noisy["beats_reference"] is True and noisy["expectation"] is True
+    lower = crit.judge(row(13.6275, 13.6175), 13.6275)  # 0.01 points lower: a real drop
+    assert lower["beats_reference"] is False and lower["expectation"] is False
+    exact = Criteria(tie_tolerance=0.0).judge(row(13.62752616405487, 13.627524673938751), 13.62752616405487)
+    assert exact["beats_reference"] is False  # the old, exact comparison
+    assert Criteria.from_config({"tie_tolerance": "0.01"}).tie_tolerance == 0.01
+
+
 def test_rows_record_criteria_dataset_and_victim(tmp_path) -> None:
     run_attacks(samples(2), [attacks.load("generic-cucumber")], LengthMetric(), tmp_path / "r.jsonl",
                 progress=False, dataset="toy", criteria=Criteria(invariance_tolerance=2.5))
     rows, dataset = read_results(tmp_path / "r.jsonl")
     assert dataset == "toy"
-    assert rows[0].criteria == {"version": "robusteval.criteria/3", "tau1_pos": 70.0, "tau1_neg": 30.0,
-                                "tau2": 40.0, "invariance_tolerance": 2.5, "human_agreed_only": True}
+    assert rows[0].criteria == {"version": "robusteval.criteria/4", "tau1_pos": 70.0, "tau1_neg": 30.0,
+                                "tau2": 40.0, "invariance_tolerance": 2.5, "human_agreed_only": True,
+                                "tie_tolerance": 0.001}
     assert rows[0].victim == "length" and rows[0].victim_repro.startswith("length|")
 
 

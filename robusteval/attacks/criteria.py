@@ -21,6 +21,14 @@
   was, so the attack succeeds when the score moves by more than ``invariance_tolerance``
   points (default 1.0 on the 0-100 scale) in either direction. None for R-.
 
+**Ties** (``beats_reference`` and the directional ``expectation``) are judged with
+``tie_tolerance`` (default 0.001 points on the 0-100 scale): a score within it of the
+reference counts as tied. A learned metric scores the same text a few millionths of a point
+apart in different batches (float32 arithmetic; measured up to 1.2e-5 for BERTScore MiniLM),
+so an exact ``>=`` made a tie fooled or not by chance: under the ``sanitize`` guard, which
+scores a tagged reply exactly as its original, 11 of 60 ties per speaker tag came out as
+"not fooled" in one benchmark (BENCHMARKS §9d).
+
 A row whose attack ran but produced no candidate at all (``adversarial`` None), or whose best
 candidate is the clean original itself (an R+ search that found no useful swap), is a failed
 attack: every criterion that applies to its direction says False.
@@ -37,7 +45,8 @@ from robusteval.attacks.base import AttackResult
 CRITERIA = ("gold", "beats_reference", "expectation", "invariance")
 # /2: strict AdvEval Eq. 3; invariance split from expectation
 # /3: Table 19's hierarchy and expectations (robusteval.aspects), human_agreed_only
-CRITERIA_VERSION = "robusteval.criteria/3"
+# /4: ties within tie_tolerance (float noise between batches no longer decides a tie)
+CRITERIA_VERSION = "robusteval.criteria/4"
 PRIMARY = {"R-": "beats_reference", "R+": "invariance"}
 
 
@@ -50,6 +59,7 @@ class Criteria:
     tau2: float = 40.0
     invariance_tolerance: float = 1.0
     human_agreed_only: bool = True
+    tie_tolerance: float = 0.001
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> Criteria:
@@ -72,6 +82,10 @@ class Criteria:
     def describe(self) -> dict[str, Any]:
         """The settings and version, as every result row records them."""
         return {"version": CRITERIA_VERSION, **asdict(self)}
+
+    def at_least(self, score: float, other: float) -> bool:
+        """``score >= other`` with scores within ``tie_tolerance`` of each other counted as tied."""
+        return score >= other - self.tie_tolerance
 
     def gold_verdict(self, direction: str, gold: float, victim: float) -> bool:
         """AdvEval Eq. 3 (strict inequalities)."""
@@ -100,14 +114,14 @@ class Criteria:
         if r.gold_after is not None:
             out["gold"] = self.gold_verdict(r.direction, r.gold_after, r.victim_after)
         if r.direction == "R-" and reference_score is not None:
-            out["beats_reference"] = r.victim_after >= reference_score
+            out["beats_reference"] = self.at_least(r.victim_after, reference_score)
         if r.victim_before is not None:
             moved = abs(r.victim_after - r.victim_before) > self.invariance_tolerance
             if r.direction == "R+":
                 out["invariance"] = moved
             else:
                 if cell == "directional":
-                    out["expectation"] = r.victim_after >= r.victim_before
+                    out["expectation"] = self.at_least(r.victim_after, r.victim_before)
                 elif cell == "invariance":
                     out["expectation"] = moved
         return out

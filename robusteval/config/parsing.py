@@ -307,11 +307,11 @@ def check_empty_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
     if not isinstance(raw, dict) or not dataclasses.is_dataclass(cls):
         return
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    known = [f.name for f in dataclasses.fields(cls) if f.init]
     for key, value in raw.items():
-        if key not in names:
+        if key not in known:
             if isinstance(value, dict) and not value:
-                raise ConfigError(unknown_key(str(key), path, [f.name for f in dataclasses.fields(cls) if f.init]))
+                raise ConfigError(unknown_key(str(key), path, known))
             continue
         tp = hints.get(key)
         sub = _dataclass_in(tp)
