@@ -76,6 +76,13 @@ def _typo_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
          "unknown key 'optoins' at the top level; did you mean 'options'?"),
         ([*attack, "--config", _cfg(tmp_path, "e2.yaml", {"guard": {"detectors": ["nonalnum"], "optoins": {}}})],
          "unknown key 'optoins' in guard"),
+        ([*score, f"--config={_cfg(tmp_path, 'e3.yaml', {'optoins': {'a': {}}})}"],  # hollow at any depth
+         "unknown key 'optoins' at the top level; did you mean 'options'?"),
+        ([*score, "--config", _cfg(tmp_path, "ok.yaml", {"options": {}}),
+          "--config", _cfg(tmp_path, "e4.yaml", {"gaurd": {}})],  # the second of two files
+         "unknown key 'gaurd' at the top level; did you mean 'guard'?"),
+        ([*score, "--config", "{optoins: {}}"],  # the config given as text
+         "unknown key 'optoins' at the top level; did you mean 'options'?"),
     ]
 
 

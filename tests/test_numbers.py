@@ -16,7 +16,7 @@ from robusteval.asr import asr_table, counted, overall, summarize
 from robusteval.attacks.base import AttackResult, ResultRow
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.runner import read_results, run_attacks
-from robusteval.errors import RunMismatchError
+from robusteval.errors import RobustevalError, RunMismatchError
 from robusteval.metrics.base import Metric
 from robusteval.results import claim_folder, read_jsonl, run_fingerprint, score_summary, score_with_log
 from robusteval.stats import flag_rate, pct, proportion, wilson
@@ -153,6 +153,9 @@ def test_a_tie_within_float_noise_is_a_tie() -> None:
     exact = Criteria(tie_tolerance=0.0).judge(row(13.62752616405487, 13.627524673938751), 13.62752616405487)
     assert exact["beats_reference"] is False  # the old, exact comparison
     assert Criteria.from_config({"tie_tolerance": "0.01"}).tie_tolerance == 0.01
+    for bad, why in (("nan", "finite"), ("inf", "finite"), ("-0.1", "negative")):
+        with pytest.raises(RobustevalError, match=rf"criteria: tie_tolerance .*{why}"):
+            Criteria.from_config({"tie_tolerance": bad})
 
 
 def test_rows_record_criteria_dataset_and_victim(tmp_path) -> None:
@@ -449,3 +452,29 @@ def test_cli_sigterm_stops_like_ctrl_c_and_the_run_resumes(tmp_path) -> None:
     done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(r["id"] for r in read_jsonl(out / "scores.jsonl")) == [f"s{i}" for i in range(6)]
+
+
+def test_starting_ray_keeps_the_clis_sigterm_handler(monkeypatch) -> None:
+    """ray.init installs its own SIGTERM handler (sys.exit(15)); the executor puts the CLI's
+    back, so a SIGTERM during a Ray run still stops with exit 143 and the resume hint."""
+    import signal
+
+    from robusteval.cli.main import stopping_on_sigterm
+    from robusteval.execution import ray_backend
+
+    class FakeRay:
+        initialized = False
+
+        def is_initialized(self) -> bool:
+            return self.initialized
+
+        def init(self, **options) -> None:
+            self.initialized = True
+            signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(SystemExit(signum)))
+
+    monkeypatch.setattr(ray_backend, "_ray", FakeRay)
+    with stopping_on_sigterm():
+        ours = signal.getsignal(signal.SIGTERM)
+        ray_backend.RayExecutor(workers=1).ensure_started()
+        assert signal.getsignal(signal.SIGTERM) is ours
+    assert signal.getsignal(signal.SIGTERM) is not ours  # and the CLI's own is put back after the run

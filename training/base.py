@@ -217,15 +217,18 @@ class EvaluatorModule(pl.LightningModule):
         self.log(f"{prefix}_spearman", float(np.mean(rhos)) if rhos else 0.0, prog_bar=True)
         adv = [r for r in rows if r["kind"] == "adv-" and r["orig"] is not None]
         if adv:
+            from robusteval.attacks.criteria import Criteria
             from robusteval.stats import proportion
 
             # the expectation criterion on held-out R- examples: fooled when the model does not
-            # score the adversarial text below its original (the same rate function as every ASR)
-            self.log(f"{prefix}_asr", float(proportion([r["pred"] >= r["orig"] for r in adv])["rate"]),
-                     prog_bar=True)
+            # score the adversarial text below its original (the same rate function as every ASR,
+            # ties within the criteria's tie tolerance, here on the model's 0-1 scale)
+            tie = Criteria().tie_tolerance / 100.0
+            fooled = [r["pred"] >= r["orig"] - tie for r in adv]
+            self.log(f"{prefix}_asr", float(proportion(fooled)["rate"]), prog_bar=True)
             fams: dict[str, list[bool]] = defaultdict(list)
-            for r in adv:
-                fams[r["family"] or "unknown"].append(r["pred"] >= r["orig"])
+            for r, hit in zip(adv, fooled, strict=True):
+                fams[r["family"] or "unknown"].append(hit)
             for fam, hits in sorted(fams.items()):
                 self.log(f"{prefix}_asr/{fam}", float(proportion(hits)["rate"]))
         ssl = [r for r in rows if r["kind"] == "ssl-" and r["orig"] is not None]

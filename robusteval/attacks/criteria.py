@@ -36,6 +36,7 @@ attack: every criterion that applies to its direction says False.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -61,6 +62,15 @@ class Criteria:
     human_agreed_only: bool = True
     tie_tolerance: float = 0.001
 
+    def __post_init__(self) -> None:
+        for name in ("tau1_pos", "tau1_neg", "tau2", "invariance_tolerance", "tie_tolerance"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"criteria: {name} must be a finite number, got {value!r}")
+        for name in ("tau2", "invariance_tolerance", "tie_tolerance"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"criteria: {name} cannot be negative, got {getattr(self, name)!r}")
+
     @classmethod
     def from_config(cls, cfg: dict[str, Any] | None) -> Criteria:
         from robusteval.errors import RobustevalError
@@ -77,7 +87,8 @@ class Criteria:
         try:
             return cls(**{k: (v if k in flags else float(v)) for k, v in cfg.items()})
         except (TypeError, ValueError) as e:
-            raise RobustevalError(f"criteria: every threshold must be a number ({e})") from e
+            raise RobustevalError(str(e) if str(e).startswith("criteria:")
+                                  else f"criteria: every threshold must be a number ({e})") from e
 
     def describe(self) -> dict[str, Any]:
         """The settings and version, as every result row records them."""

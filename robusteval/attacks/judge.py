@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.attacks.base import Attack, AttackResult, OtherResponses, Perturbation
+from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.registry import register_attack
 from robusteval.text import is_blank, words
 from robusteval.types import Sample
@@ -260,8 +261,9 @@ class InjectionSearch(OtherResponses, Attack):
 
     def __init__(self, length: int = 6, candidates: int = 8, budget: int = 120, vocab_size: int = 64,
                  ppl_weight: float | None = None, lm: Any = None, init: str = "!",
-                 vocab: Sequence[str] | None = None, seed: int = 0) -> None:
+                 vocab: Sequence[str] | None = None, seed: int = 0, criteria: Criteria | None = None) -> None:
         super().__init__(seed=seed)
+        self.criteria = criteria or Criteria()  # the runner sets the run's: the goal is its beats-reference test
         if length < 1 or candidates < 1:
             raise ValueError("length and candidates must be at least 1")
         self.length = length
@@ -317,7 +319,7 @@ class InjectionSearch(OtherResponses, Attack):
         best_score = victim.score_one(sample, best_text)
         best_value = best_score - float(self.costs(sample, [best_text])[0])
         steps = 0
-        while best_score < goal and victim.model_calls - calls0 < budget:
+        while not self.criteria.at_least(best_score, goal) and victim.model_calls - calls0 < budget:
             room = budget - (victim.model_calls - calls0)
             cands: list[list[str]] = []
             for _ in range(min(self.n_candidates, room)):
@@ -335,7 +337,7 @@ class InjectionSearch(OtherResponses, Attack):
             if victim.model_calls == calls_before:  # every candidate was a cache hit: stuck
                 break
         result.adversarial, result.victim_after = best_text, best_score
-        reached = best_score >= goal
+        reached = self.criteria.at_least(best_score, goal)
         result.note = "" if reached else "search ended without reaching its goal"
         result.meta.update({"suffix": " ".join(suffix), "goal": goal, "goal_reached": reached,
                             "exhausted": not reached, "steps": steps, "objective": best_value,

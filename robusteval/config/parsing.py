@@ -299,9 +299,15 @@ def _takes_mapping(tp: Any) -> bool:
     return any(_takes_mapping(arg) for arg in typing.get_args(tp))
 
 
+def _hollow(value: Any) -> bool:
+    """A mapping with no value in it at any depth (``{}``, ``{a: {}}``): jsonargparse's dotted
+    keys leave nothing of it behind."""
+    return isinstance(value, dict) and all(_hollow(v) for v in value.values())
+
+
 def check_empty_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
     """Raise :class:`ConfigError` for a misspelled key whose value is an empty mapping
-    (``optoins: {}``) anywhere in a config for ``cls``. jsonargparse flattens nested mappings
+    (``optoins: {}``, or ``{a: {}}``) anywhere in a config for ``cls``. jsonargparse flattens nested mappings
     into dotted keys, so an empty one leaves no key behind to reject: without this check the
     typo passes silently. (Every other unknown key is jsonargparse's to report.)"""
     if not isinstance(raw, dict) or not dataclasses.is_dataclass(cls):
@@ -310,24 +316,26 @@ def check_empty_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
     known = [f.name for f in dataclasses.fields(cls) if f.init]
     for key, value in raw.items():
         if key not in known:
-            if isinstance(value, dict) and not value:
+            if _hollow(value):
                 raise ConfigError(unknown_key(str(key), path, known))
             continue
         tp = hints.get(key)
         sub = _dataclass_in(tp)
         if sub is None or _takes_mapping(tp):
             continue
-        for item in value if isinstance(value, list) else [value]:
+        for item in value if isinstance(value, list | tuple) else [value]:
             check_empty_keys(sub, item, (*path, key))
 
 
 def check_file_keys(cls: type, path: str | os.PathLike[str]) -> None:
-    """:func:`check_empty_keys` on a YAML or JSON config file; a file that does not read as
-    YAML is left to jsonargparse, which names the problem."""
+    """:func:`check_empty_keys` on a YAML or JSON config file, or on the config text itself
+    (``--config '{...}'``, which jsonargparse also accepts); what does not read as YAML is left
+    to jsonargparse, which names the problem."""
     import yaml
 
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8") if Path(path).is_file() else str(path)
+        raw = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return
     check_empty_keys(cls, raw)
