@@ -123,6 +123,28 @@ def test_an_original_that_sanitize_floors_is_counted_apart_as_under_floor(tmp_pa
         assert by_direction(list(log))["R-"]["successes"] == 0, policy  # "Hello" (10) < "I am fine" (30)
 
 
+def test_a_reference_the_guard_floors_or_refuses_gives_no_beats_reference_verdict(tmp_path) -> None:
+    """The R- test compares an attack text with the victim's score of the sample's reference.
+    A guard that floored that reference to 0 made every attack text "beat" it (ASR inflated to
+    100 %); one that refused it left the test without a real yardstick. Such rows get no
+    beats-reference verdict (out of that criterion's n, with a note); the directional
+    expectation, which compares with the original, is still judged."""
+    attacks = [attack_registry.load("generic-hello")]
+    clean = Sample(id="s0", task="dialogue", response="I am fine thanks", reference="fine thanks and you",
+                   context=("how are you today?",))
+    flagged_ref = Sample(id="s1", task="dialogue", response="I am fine thanks", reference="teacher: fine",
+                         context=("how are you today?",))
+    for policy in ("floor", "reject"):
+        victim = detectors.guard(WordCount(), [HasColon()], policy=policy)
+        log = run_attacks([clean, flagged_ref], attacks, victim, tmp_path / f"{policy}.jsonl", progress=False)
+        rows = {r["sample_id"]: ResultRow.from_dict(r) for r in list(log)}
+        assert rows["s1"].outcome == "attacked" and rows["s1"].success["beats_reference"] is None, policy
+        assert rows["s1"].meta["reference_guarded"] == ("floored" if policy == "floor" else "rejected")
+        assert "reference" in rows["s1"].note and rows["s1"].success["expectation"] is False, policy
+        assert rows["s0"].success["beats_reference"] is False and "reference_guarded" not in rows["s0"].meta
+        assert by_direction(list(log))["R-"]["n"] == 1, policy  # "Hello" (10) vs a 0 reference is not a success
+
+
 # -- reject inside attack runs ----------------------------------------------------------------
 def test_screened_reports_rejections_instead_of_raising() -> None:
     g = detectors.guard(WordCount(), [HasColon()], policy="reject")

@@ -124,6 +124,21 @@ def original_floored(victim_metric: Any, sample: Sample, before: float) -> bool:
         and before == 0.0
 
 
+def reference_guarded(victim: Any, victim_metric: Any, sample: Sample, ref_text: str,
+                      reference_score: float) -> str | None:
+    """``"floored"`` or ``"rejected"`` when the guard around the victim floored or refused the
+    sample's reference (a text of its own, not the original response), else None. The R- test
+    compares attack texts with that reference's score: a floored one (0) would be beaten by any
+    text, a refused one stands in with the original's score, so neither can judge it."""
+    if ref_text == sample.response:
+        return None  # the original itself: original_floored / original_rejected handle it
+    if victim.is_rejected(sample, ref_text):
+        return "rejected"
+    if original_floored(victim_metric, sample.with_response(ref_text), reference_score):
+        return "floored"
+    return None
+
+
 def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_metric: Any,
                 out_path: str | os.PathLike[str], resume: bool = False, budget: int = 300,
                 gold_metric: Any = None, criteria: Criteria | None = None,
@@ -226,10 +241,11 @@ class AttackWorker:
         counters0 = counters(victim_metric)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
-        before, reference_score = (float(v) for v in victim.score(
-            sample, [sample.response, yardstick(sample, victim_metric)]))
+        ref_text = yardstick(sample, victim_metric)
+        before, reference_score = (float(v) for v in victim.score(sample, [sample.response, ref_text]))
         floored = original_floored(victim_metric, sample, before)
         refused = victim.is_rejected(sample, sample.response)
+        ref_guarded = reference_guarded(victim, victim_metric, sample, ref_text, reference_score)
         gold_before = gold.score_one(sample, sample.response) if gold else None
         # run every attack first; static perturbations need no victim, so their texts are
         # scored together in one batched victim call below
@@ -275,8 +291,12 @@ class AttackWorker:
                 r.outcome, r.note = "original_floored", "the guard floored the clean original to 0"
             elif r.outcome == "attacked" and victim.is_rejected(sample, r.adversarial):
                 r.outcome, r.note, r.victim_after = "rejected", "the guard refused the adversarial text", None
-            r.success = criteria.judge(r, reference_score, self.aspect)
+            r.success = criteria.judge(r, None if ref_guarded else reference_score, self.aspect)
             r.meta.setdefault("reference_score", reference_score)
+            if ref_guarded and r.direction == "R-" and r.outcome == "attacked":
+                r.meta["reference_guarded"] = ref_guarded
+                r.note = (r.note + "; " if r.note else "") + (f"the guard {ref_guarded} the reference the "
+                                                              "R- test compares with: no beats-reference verdict")
             guard_details = getattr(victim_metric, "details", None)
             if callable(guard_details):  # a guarded victim: its flags for both texts land in the row
                 r.meta["guard"] = {"policy": getattr(victim_metric, "policy", None),
