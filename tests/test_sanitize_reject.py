@@ -145,6 +145,16 @@ def test_a_reference_the_guard_floors_or_refuses_gives_no_beats_reference_verdic
         assert by_direction(list(log))["R-"]["n"] == 1, policy  # "Hello" (10) vs a 0 reference is not a success
 
 
+def test_a_replay_does_not_carry_the_recorded_runs_reference_flag() -> None:
+    from robusteval.compare.replay import ReplayAttack
+
+    recorded = {"attack": "generic-hello", "family": "generic", "direction": "R-", "sample_id": "s1",
+                "outcome": "attacked", "adversarial": "Hello",
+                "meta": {"reference_guarded": "floored", "reference_score": 0.0, "kept": 1}}
+    replayed = ReplayAttack([recorded]).run(S(1, "I am fine thanks"))
+    assert replayed.meta == {"kept": 1}  # the new victim decides about its own reference
+
+
 # -- reject inside attack runs ----------------------------------------------------------------
 def test_screened_reports_rejections_instead_of_raising() -> None:
     g = detectors.guard(WordCount(), [HasColon()], policy="reject")

@@ -16,7 +16,7 @@ from robusteval.attacks.base import COUNTED_OUTCOMES, Attack, AttackResult
 from robusteval.types import Sample
 
 # meta written by the runner for the victim it ran against; not carried over
-RUN_META = ("guard", "reference_score", "victim_counters")
+RUN_META = ("guard", "reference_score", "reference_guarded", "victim_counters")
 
 
 class ReplayAttack(Attack):
