@@ -104,8 +104,9 @@ def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, An
 
 def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
               key: Callable[[ResultRow], str] = family_key) -> dict[str, dict[str, Any]]:
-    """``key(row)`` -> ``{direction, attacked, skipped, original_floored, fitting, primary,
-    criteria: {criterion: ...}}``, the rates with their intervals."""
+    """``key(row)`` -> ``{direction, attacked, skipped, original_floored, original_rejected,
+    reference_guarded, fitting, primary, criteria: {criterion: ...}}``, the rates with their
+    intervals."""
     groups: dict[str, list[ResultRow]] = {}
     for r in map(as_row, rows):
         groups.setdefault(key(r), []).append(r)
@@ -121,6 +122,8 @@ def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
             "rejected": sum(r.outcome == "rejected" for r in used),
             "original_floored": sum(r.outcome == "original_floored" for r in group),
             "original_rejected": sum(r.outcome == "original_rejected" for r in group),
+            # attacked R- rows with no beats-reference verdict: the guard floored or refused the reference
+            "reference_guarded": sum(bool(r.meta.get("reference_guarded")) for r in used),
             "fitting": sum(is_fitting(r) and r.outcome in COUNTED_OUTCOMES for r in group),
             "primary": asr(used),
             "criteria": {c: asr(used, c) for c in CRITERIA},
@@ -187,6 +190,11 @@ def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
                      f"{pct(c['beats_reference'])} | "
                      f"{pct(c['expectation'])} | {pct(c['invariance'])} | {pct(c['gold'])} | "
                      f"{s['model_calls']} | {s['cache_hits']} |")
+    guarded_refs = {n: s["reference_guarded"] for n, s in summary.items() if s.get("reference_guarded")}
+    if guarded_refs:
+        lines += ["", "Attacked rows without a beats-reference verdict, because the guard floored or refused "
+                  "the reference they are compared with (left out of that column's n): "
+                  + ", ".join(f"{n} {k}" for n, k in guarded_refs.items()) + "."]
     levels = {n: s["system_level"] for n, s in summary.items() if s.get("system_level", {}).get("n_docs")}
     if levels:
         lines += ["", "System level (Mu & Lim §2.5: the attack's mean beats every published system's mean "

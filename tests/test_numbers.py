@@ -459,8 +459,8 @@ def test_starting_ray_keeps_the_clis_sigterm_handler(monkeypatch) -> None:
     back, so a SIGTERM during a Ray run still stops with exit 143 and the resume hint."""
     import signal
 
-    from robusteval.cli.main import stopping_on_sigterm
     from robusteval.execution import ray_backend
+    from robusteval.signals import stopping_on_sigterm
 
     class FakeRay:
         initialized = False

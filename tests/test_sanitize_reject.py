@@ -17,7 +17,7 @@ from toy import LengthMetric
 
 from robusteval import Sample, detectors
 from robusteval import attacks as attack_registry
-from robusteval.asr import asr_table, by_direction, counted
+from robusteval.asr import asr_table, by_direction, counted, summarize, summary_markdown
 from robusteval.attacks.base import ResultRow
 from robusteval.attacks.runner import run_attacks
 from robusteval.attacks.victim import CachedVictim
@@ -143,6 +143,10 @@ def test_a_reference_the_guard_floors_or_refuses_gives_no_beats_reference_verdic
         assert "reference" in rows["s1"].note and rows["s1"].success["expectation"] is False, policy
         assert rows["s0"].success["beats_reference"] is False and "reference_guarded" not in rows["s0"].meta
         assert by_direction(list(log))["R-"]["n"] == 1, policy  # "Hello" (10) vs a 0 reference is not a success
+        (entry,) = asr_table(list(log)).values()  # one attack, one family
+        assert entry["attacked"] == 2 and entry["reference_guarded"] == 1 and entry["primary"]["n"] == 1, policy
+        table = summary_markdown(summarize(list(log)), "wordcount")
+        assert "left out of that column's n): generic-hello 1." in table, policy
 
 
 def test_a_replay_does_not_carry_the_recorded_runs_reference_flag() -> None:

@@ -215,16 +215,16 @@ class EvaluatorModule(pl.LightningModule):
                 rhos.append(rho)
                 self.log(f"{prefix}_spearman/{ds}", rho)
         self.log(f"{prefix}_spearman", float(np.mean(rhos)) if rhos else 0.0, prog_bar=True)
+        from robusteval.attacks.criteria import Criteria
+        from robusteval.stats import proportion
+
+        crit = Criteria()  # the runner's default thresholds, here on the model's 0-1 scale
         adv = [r for r in rows if r["kind"] == "adv-" and r["orig"] is not None]
         if adv:
-            from robusteval.attacks.criteria import Criteria
-            from robusteval.stats import proportion
-
             # the expectation criterion on held-out R- examples: fooled when the model does not
-            # score the adversarial text below its original (the same rate function as every ASR,
-            # ties within the criteria's tie tolerance, here on the model's 0-1 scale)
-            tie = Criteria().tie_tolerance / 100.0
-            fooled = [r["pred"] >= r["orig"] - tie for r in adv]
+            # score the adversarial text below its original (the runner's tie test on 0-100, the
+            # same rate function as every ASR)
+            fooled = [crit.at_least(100.0 * r["pred"], 100.0 * r["orig"]) for r in adv]
             self.log(f"{prefix}_asr", float(proportion(fooled)["rate"]), prog_bar=True)
             fams: dict[str, list[bool]] = defaultdict(list)
             for r, hit in zip(adv, fooled, strict=True):
@@ -241,12 +241,9 @@ class EvaluatorModule(pl.LightningModule):
                 self.log(f"{prefix}_ssl_accuracy/{kind}", float(np.mean(hits)))
         same = [r for r in rows if r["kind"] == "adv+" and r["orig"] is not None]
         if same:
-            from robusteval.attacks.criteria import Criteria
-            from robusteval.stats import proportion
-
             # robusteval's invariance criterion on held-out R+ rewrites (score on 0-100 moved by
             # more than the tolerance), as the attack runner counts it
-            tol = Criteria().invariance_tolerance / 100.0
+            tol = crit.invariance_tolerance / 100.0
             self.log(f"{prefix}_invariance_failures",
                      float(proportion([abs(r["pred"] - r["orig"]) > tol for r in same])["rate"]))
 

@@ -9,7 +9,6 @@ flag ends in one line ``robusteval <command>: error: ...`` (exit 2) before any w
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from jsonargparse import ArgumentParser
 
 from robusteval.cli.common import Command
 from robusteval.errors import RobustevalError
+from robusteval.signals import Terminated, stopping_on_sigterm
 
 
 def commands() -> dict[str, Command]:
@@ -171,31 +171,6 @@ def executing(cfg: Any) -> Iterator[None]:
             yield
     finally:
         executor.shutdown()
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived (a scheduler's timeout, ``kill``, a container stop): the run stops the way
-    Ctrl-C stops it, so open files are closed, the output folder's claim is released and the
-    user is told how to resume, instead of the process vanishing mid-row. A BaseException, as
-    KeyboardInterrupt is, so that no ``except Exception`` on the way swallows it."""
-
-
-@contextlib.contextmanager
-def stopping_on_sigterm() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the main thread while the block runs; the previous
-    handler is put back afterwards (outside the main thread nothing changes)."""
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: signals cannot be handled here
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def resume_hint(cfg: Any) -> str:

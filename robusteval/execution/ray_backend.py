@@ -88,26 +88,6 @@ def _ray() -> Any:
     return ray
 
 
-@contextlib.contextmanager
-def keeping_sigterm_handler() -> Iterator[None]:
-    """Put the process's SIGTERM handler back after the block (in the main thread; elsewhere
-    signal handlers cannot be read or set, and nothing changes). ``ray.init`` installs its own
-    (``sys.exit(signum)``), which would turn the CLI's clean stop (exit 143, the resume hint,
-    :func:`robusteval.cli.main.stopping_on_sigterm`) into a bare exit 15."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
 class RayExecutor:
     """Units on Ray actors.
 
@@ -150,7 +130,10 @@ class RayExecutor:
             return
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
                                    "runtime_env": self.runtime_env}
-        with keeping_sigterm_handler():  # ray.init replaces it with sys.exit(15): the CLI's would be lost
+        from robusteval.signals import keeping_sigterm_handler
+
+        # ray.init installs its own SIGTERM handler (sys.exit(15)): the CLI's clean stop would be lost
+        with keeping_sigterm_handler():
             self._init(ray, options)
 
     def _init(self, ray: Any, options: dict[str, Any]) -> None:
