@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from lightning.pytorch.callbacks import Callback
 from safetensors.torch import load_file
 
 from robusteval.cli.main import main
@@ -61,6 +62,30 @@ def test_print_config(tiny_bert, data_dir, tmp_path, capsys) -> None:
     assert e.value.code == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["model"]["init_args"]["lora_r"] == 4 and printed["data"]["batch_size"] == 4
+
+
+class SigtermInSecondEpoch(Callback):
+    """Sends this process SIGTERM after the first batch of epoch 1, once epoch 0's checkpoint
+    is on disk: deterministic, unlike a kill from outside timed against the clock."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.current_epoch == 1 and batch_idx == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_sigterm_stops_at_a_batch_end_exits_143_and_names_the_checkpoint(tiny_bert, data_dir, tmp_path,
+                                                                           capsys) -> None:
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "term", epochs=3, limit=60)
+    before = signal.getsignal(signal.SIGTERM)
+    code = main(["train", "fit", "--config", str(cfg),
+                 "--trainer.callbacks+=test_train_cli.SigtermInSecondEpoch"])
+    err = capsys.readouterr().err
+    assert code == 143  # not Lightning's SystemExit() status 0, which a scheduler reads as success
+    last = tmp_path / "term" / "logs" / "version_0" / "checkpoints" / "last.ckpt"
+    assert json.loads((last / "state.json").read_text())["epoch"] == 0
+    assert "terminated (SIGTERM)" in err and f"--ckpt_path {last}" in err
+    assert not (tmp_path / "term" / "export").exists()  # no export from an unfinished fit
+    assert signal.getsignal(signal.SIGTERM) == before  # Lightning put the handler back
 
 
 @pytest.mark.slow

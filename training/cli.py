@@ -10,6 +10,10 @@ or ``robusteval.training.BoolQAModule``). Every run gets, unless the config says
 the pickle-free checkpoint plugin (:class:`~robusteval.training.checkpoint_io.SafeCheckpointIO`),
 a ``last.ckpt`` saved after every epoch (adapter and head only) to resume from after a kill,
 a CSV logger, and an export of the trained evaluator at the end of fitting.
+
+SIGTERM (a scheduler's time limit, ``kill``): Lightning finishes the batch in hand and stops;
+the command then exits with status 143 and names the checkpoint to resume from, instead of
+Lightning's default exit status 0, which would tell a scheduler the training succeeded.
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ from typing import Any
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from robusteval.training.base import EvaluatorModule
 from robusteval.training.checkpoint_io import SafeCheckpointIO
 from robusteval.training.data import ScoringDataModule
+
+from robusteval.signals import Terminated
 
 
 class TrainCLI(LightningCLI):
@@ -38,6 +45,23 @@ class TrainCLI(LightningCLI):
         if not any(isinstance(c, ModelCheckpoint) for c in (existing if isinstance(existing, list) else [existing])):
             callbacks = [*callbacks, ModelCheckpoint(save_last=True, save_top_k=1, every_n_epochs=1)]
         return super()._instantiate_trainer(config, callbacks)
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        except SIGTERMException:
+            raise Terminated(resume_hint(self.trainer, subcommand)) from None
+
+
+def resume_hint(trainer: Trainer, subcommand: str) -> str:
+    """Where a stopped ``fit`` can go on from: the last epoch checkpoint, if one was saved."""
+    if subcommand != "fit":
+        return "nothing to resume; rerun the same command"
+    callback = trainer.checkpoint_callback
+    last = getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
+    if not last:
+        return "no epoch finished, so no checkpoint was saved; rerun the same command"
+    return f"the last finished epoch is saved in {last}; rerun the same command with --ckpt_path {last} to continue"
 
 
 def trainer_defaults() -> dict[str, Any]:

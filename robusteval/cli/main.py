@@ -126,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RobustevalError as exc:
             print(f"robusteval train: error: {exc}", file=sys.stderr)
             return 2
+        except Terminated as stop:
+            print(f"\nrobusteval train: terminated (SIGTERM); {stop}", file=sys.stderr)
+            return 143
     table = commands()
     found, _ = _find(argv, table)
     name = found.name if found is not None else (argv[0] if argv and not argv[0].startswith("-") else "")
