@@ -41,11 +41,28 @@ def _sentencizer() -> Any:
     return nlp
 
 
+# full-width sentence ends (Chinese, Japanese), which take no space after them: spaCy's
+# whitespace tokenizer leaves "北京。然后" one token, so its sentencizer never sees the "。"
+FULL_WIDTH_ENDS = "。！？｡"
+_AFTER_FULL_WIDTH_END = re.compile(rf"(?<=[{FULL_WIDTH_ENDS}])(?![{FULL_WIDTH_ENDS}」』”’）)\s])")
+
+
 def split_sentences(text: str) -> list[str]:
-    """Rule-based sentence split (spaCy's sentencizer); never returns an empty list
-    for non-empty text. Stands in for nltk's punkt, whose data is not installable here."""
-    sents = [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
+    """Rule-based sentence split (spaCy's sentencizer, whose end marks cover many scripts:
+    "?", "؟", "।", "。" ...), also after a full-width end inside an unspaced run
+    ("我明天去北京。然后吃饭。" is two sentences); never returns an empty list for non-empty
+    text. Stands in for nltk's punkt, whose data is not installable here."""
+    sents = [part.strip() for s in _sentencizer()(text).sents for part in _AFTER_FULL_WIDTH_END.split(s.text)
+             if part.strip()]
     return sents or ([text.strip()] if text.strip() else [])
+
+
+def join_sentences(sents: list[str]) -> str:
+    """Sentences back into one text: a space between them, none after a full-width end."""
+    out = ""
+    for s in sents:
+        out += s if not out or out[-1] in FULL_WIDTH_ENDS else " " + s
+    return out
 
 
 # spaCy entity labels by kind of fact

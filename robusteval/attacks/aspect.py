@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import json
 import random
+import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.aspects import ASPECTS, TARGET, expected_affected, human_affected
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
 from robusteval.llm.backends import LazyBackend
-from robusteval.nlp import load_spacy, negate_clause, shift_numeric, split_sentences
+from robusteval.nlp import join_sentences, load_spacy, negate_clause, shift_numeric, split_sentences
 from robusteval.paths import resource
 from robusteval.types import Sample
 
@@ -94,6 +95,12 @@ def _replace_tokens(text: str, edits: dict[int, tuple[int, str]]) -> str:
     return text
 
 
+def is_word(token: str) -> bool:
+    """Letters of any script with their combining marks (Devanagari and Arabic vowel signs are
+    marks, so ``str.isalpha`` rejects "जाऊँगा"); no digits or punctuation."""
+    return any(c.isalpha() for c in token) and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in token)
+
+
 def _cased(new: str, like: str) -> str:
     return new[0].upper() + new[1:] if like[:1].isupper() and new else new
 
@@ -113,7 +120,7 @@ class SentenceExchange(_Aspect):
             return None
         i = rng.randrange(len(sents) - 1)
         sents[i], sents[i + 1] = sents[i + 1], sents[i]
-        return " ".join(sents)
+        return join_sentences(sents)
 
 
 @register_attack
@@ -131,7 +138,7 @@ class WordExchange(_Aspect):
         for sent in _sentences(sample):
             words = sent.split()
             pairs = [i for i in range(len(words) - 1)
-                     if words[i].isalpha() and words[i + 1].isalpha() and words[i].lower() != words[i + 1].lower()]
+                     if is_word(words[i]) and is_word(words[i + 1]) and words[i].lower() != words[i + 1].lower()]
             if pairs:
                 i = rng.choice(pairs)
                 words[i], words[i + 1] = words[i + 1], words[i]
@@ -143,26 +150,40 @@ class WordExchange(_Aspect):
 SPELLING_PER_SENTENCE = 2  # Hu et al. Table 2's example: two misspelt words in each of its sentences
 
 
+def graphemes(word: str) -> list[str]:
+    """The user-perceived characters of ``word`` (Unicode extended grapheme clusters): a
+    Devanagari consonant with its vowel sign is one, so a typo never strands a mark."""
+    import regex
+
+    return regex.findall(r"\X", word)
+
+
 def misspell(word: str, rng: random.Random) -> str:
     """One typo of the kinds in Hu et al.'s Table 2 example: a doubled letter ("wantts",
     "wwill"), a dropped letter ("kno", "othe", "cheapr") or two swapped neighbours ("atfer").
-    A one-letter word is doubled."""
-    if len(word) < 2:
+    A one-letter word is doubled. Letters are grapheme clusters (:func:`graphemes`), so the
+    typo is well-formed in any script."""
+    g = graphemes(word)
+    if len(g) < 2:
         return word * 2
-    j = rng.randrange(len(word) - 1)
+    j = rng.randrange(len(g) - 1)
     kind = rng.choice(("double", "drop", "swap"))
-    if kind == "swap" and word[j] != word[j + 1]:
-        return word[:j] + word[j + 1] + word[j] + word[j + 2:]
-    if kind == "drop" or kind == "swap":
-        return word[:j + 1] + word[j + 2:] if len(word) > 3 else word[:j] + word[j] * 2 + word[j + 1:]
-    return word[:j] + word[j] * 2 + word[j + 1:]
+    if kind == "swap" and g[j] != g[j + 1]:
+        out = [*g[:j], g[j + 1], g[j], *g[j + 2:]]
+    elif (kind == "drop" or kind == "swap") and len(g) > 3:
+        out = g[:j + 1] + g[j + 2:]
+    else:
+        out = [*g[:j], g[j], g[j], *g[j + 1:]]
+    return "".join(out)
 
 
 @register_attack
 class SpellingMistake(_Aspect):
     """Misspell words in every sentence (Hu et al. 2024, Table 2, Grammaticality; rule-based per
-    App. B): up to ``per_sentence`` (2, as Table 2's example) alphabetic words of three or more
-    letters per sentence get one typo each (:func:`misspell`). The authors' rule is in code that
+    App. B): up to ``per_sentence`` (2, as Table 2's example) words of three or more letters
+    (letters of any script with their marks, at least two graphemes) per sentence get one typo
+    each (:func:`misspell`). Unspaced scripts (Chinese, Japanese) have no such words: not
+    applicable. The authors' rule is in code that
     is not available; the rate and the kinds of typo are read from the example."""
 
     name: ClassVar[str] = "aspect-spelling-mistake"
@@ -178,7 +199,8 @@ class SpellingMistake(_Aspect):
         out, changed = [], False
         for sent in _sentences(sample):
             words = sent.split()
-            idx = [i for i, w in enumerate(words) if w.isalpha() and len(w) >= 3]
+            # three letters (code points) and two graphemes: "the" in English, "खाना" in Hindi
+            idx = [i for i, w in enumerate(words) if is_word(w) and len(w) >= 3 and len(graphemes(w)) >= 2]
             for i in rng.sample(idx, min(self.per_sentence, len(idx))):
                 words[i] = misspell(words[i], rng)
                 changed = True
@@ -198,7 +220,7 @@ class SentenceDeletion(_Aspect):
         if len(sents) < 2:
             return None
         del sents[rng.randrange(len(sents))]
-        return " ".join(sents)
+        return join_sentences(sents)
 
 
 # -- offline rule variants of six LLM perturbations ---------------------------------------------
@@ -211,6 +233,7 @@ class RepetitionRule(_Aspect):
 
     name: ClassVar[str] = "aspect-repetition-rule"
     perturbation: ClassVar[str] = "repetition"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     POS: ClassVar[dict[str, str]] = {"VERB": "v", "ADJ": "a", "ADV": "r"}
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
@@ -239,6 +262,7 @@ class ImproperConnectiveRule(_Aspect):
 
     name: ClassVar[str] = "aspect-improper-connective-rule"
     perturbation: ClassVar[str] = "improper-connective"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         sents = _sentences(sample)
@@ -275,6 +299,7 @@ class IncorrectVerbFormRule(_Aspect):
 
     name: ClassVar[str] = "aspect-incorrect-verb-form-rule"
     perturbation: ClassVar[str] = "incorrect-verb-form"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         from lemminflect import getAllInflections
@@ -301,6 +326,7 @@ class HypernymRule(_Aspect):
 
     name: ClassVar[str] = "aspect-hypernym-rule"
     perturbation: ClassVar[str] = "hypernym"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         wn = _wordnet()
@@ -333,6 +359,7 @@ class DifferentEntityRule(_Aspect):
 
     name: ClassVar[str] = "aspect-different-entity-rule"
     perturbation: ClassVar[str] = "different-entity"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         lists: dict[str, list[str]] = SPEC["entities"]
@@ -364,6 +391,7 @@ class NegationRule(_Aspect):
 
     name: ClassVar[str] = "aspect-negation-rule"
     perturbation: ClassVar[str] = "negation"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         text = sample.response

@@ -124,6 +124,9 @@ class Attack(ABC):
     needs_llm: ClassVar[bool] = False
     tasks: ClassVar[tuple[str, ...]] = ("dialogue", "summarization", "question_generation",
                                         "data_to_text", "fact")
+    # ISO 639-1 codes of the languages the attack's resources cover (an English spaCy parser,
+    # WordNet, English word lists); () = any language
+    languages: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -149,6 +152,28 @@ class Attack(ABC):
         self.__dict__.setdefault("_init_options", {"args": [], "kwargs": {"seed": seed}})
         self.seed = seed
 
+    def unsupported(self, sample: Sample) -> str | None:
+        """Why the attack cannot apply to this sample's language, or None when it can. The
+        response's language is its ``meta["language"]`` or, without one,
+        :func:`robusteval.langid.language` of the response. A rule built on English resources
+        would otherwise garble other languages (an English NER turning "Bonjour" into a place,
+        "However," before a Hindi sentence) and count the garble as an attack."""
+        if not self.languages:
+            return None
+        from robusteval.langid import sample_language
+
+        lang = sample_language(sample)
+        if lang in self.languages:
+            return None
+        return (f"{self.name} works on {'/'.join(self.languages)} text only (it is built on English "
+                f"resources); this response is {lang}")
+
+    def skipped(self, sample: Sample, reason: str) -> AttackResult:
+        """This attack's row for ``sample`` marked skipped with ``reason``."""
+        return AttackResult(attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
+                            original=sample.response, adversarial=None,
+                            expected="high" if self.direction == "R+" else "low").skip(reason)
+
     def rng(self, sample: Sample) -> random.Random:
         """A generator seeded by (attack seed, attack name, sample id): reproducible per sample."""
         return random.Random(f"{self.seed}|{self.name}|{sample.id}")
@@ -161,7 +186,7 @@ class Attack(ABC):
         return {"name": self.name, "family": self.family, "source": self.source,
                 "direction": self.direction, "targets": list(self.targets),
                 "keeps": list(self.keeps), "needs_victim": self.needs_victim,
-                "needs_llm": self.needs_llm, "tasks": list(self.tasks),
+                "needs_llm": self.needs_llm, "tasks": list(self.tasks), "languages": list(self.languages),
                 "summary": (type(self).__doc__ or "").strip().splitlines()[0]}
 
 
@@ -190,6 +215,9 @@ class Perturbation(Attack):
         """The adversarial response, or None if the perturbation cannot change this sample."""
 
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
+        why = self.unsupported(sample)
+        if why is not None:
+            return self.skipped(sample, why)
         start = time.perf_counter()
         adv = self.perturb(sample, self.rng(sample))
         applicable = adv is not None and adv.strip() != "" and adv != sample.response

@@ -55,6 +55,7 @@ class Synonym(_Baseline):
     synonym as an adjective in the rewritten sentence. Not applicable without such an adjective."""
 
     name: ClassVar[str] = "adveval-synonym"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -102,6 +103,7 @@ class Extension(_Baseline):
     to a text without a contraction."""
 
     name: ClassVar[str] = "adveval-extension"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -119,6 +121,7 @@ class Contraction(_Baseline):
     (that is the extension baseline); a text with nothing to contract is not applicable."""
 
     name: ClassVar[str] = "adveval-contraction"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -145,6 +148,7 @@ class NegatePrevious(_Baseline):
     """R-: answer with the previous utterance, its main verb negated (a contradiction)."""
 
     name: ClassVar[str] = "adveval-negate-previous"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Coherence", "Non-contradiction")
     tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
@@ -160,6 +164,7 @@ class QuestionToAssertion(_Baseline):
     """R-: turn a question into a statement (yes/no questions get subject-aux order back)."""
 
     name: ClassVar[str] = "adveval-question-to-assertion"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
     tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
@@ -195,6 +200,7 @@ class ChangeQuestionWord(_Baseline):
     """R-: replace the question word by another one (the answer no longer fits)."""
 
     name: ClassVar[str] = "adveval-change-question-word"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
     tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
@@ -213,6 +219,7 @@ class ChangeName(_Baseline):
     """R-: replace a person's name by another (from the context if it names someone else)."""
 
     name: ClassVar[str] = "adveval-change-name"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Non-contradiction",)
 

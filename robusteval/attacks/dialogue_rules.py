@@ -91,6 +91,7 @@ class NoStopwords(_DialogueRule):
     """Remove stop words (spaCy's English list)."""
 
     name: ClassVar[str] = "no-stopwords"
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
@@ -101,6 +102,7 @@ class NoStopwords(_DialogueRule):
 
 
 class _POSFilter(_DialogueRule):
+    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
     keep_pos: ClassVar[frozenset[str]] = frozenset()
     targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
 

@@ -173,6 +173,7 @@ class Evasive(Attack):
         self.family = attack.family  # type: ignore[misc]
         self.direction = attack.direction  # type: ignore[misc]
         self.targets, self.keeps = attack.targets, attack.keeps  # type: ignore[misc]
+        self.languages = attack.languages  # type: ignore[misc]
         self.source = (f"{attack.source}; made guard-aware (penalized search, disguised additions: "  # type: ignore[misc]
                        "Tramèr et al. 2020, Boucher et al. 2022)")
         self.weight, self.fluency, self.max_variants = weight, fluency, max_variants

@@ -208,6 +208,8 @@ class MaskedLMCandidates:
 class _WordSearch(OtherResponses, Attack):
     family: ClassVar[str] = "word-search"
     needs_victim: ClassVar[bool] = True
+    # WordNet, counter-fitted English vectors, an English masked LM, English POS tags
+    languages: ClassVar[tuple[str, ...]] = ("en",)
 
     def __init__(self, budget: int = 300, delta: float | None = None, threshold: float | None = None,
                  max_ratio: float = 0.3, seed: int = 0, trace: bool = False, gold: Any = None,
@@ -261,6 +263,9 @@ class _WordSearch(OtherResponses, Attack):
 
         if victim is None:
             raise ValueError(f"{self.name} needs a victim")
+        why = self.unsupported(sample)
+        if why is not None:
+            return self.skipped(sample, why)
         t0 = time.perf_counter()
         budget = budget or self.default_budget
         rng = self.rng(sample)

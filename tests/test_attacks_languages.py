@@ -1,0 +1,140 @@
+"""Attacks in every script: rules built on English resources (an English spaCy parser, WordNet,
+English word lists) skip other languages with a reason instead of garbling them, and the
+language-independent rules (sentence exchange and deletion, word exchange, spelling mistakes)
+handle unspaced scripts and combining marks."""
+
+from __future__ import annotations
+
+import random
+import unicodedata
+
+import pytest
+from toy import LengthMetric
+
+from robusteval import Sample, attacks
+from robusteval.asr import as_row, summarize
+from robusteval.attacks.aspect import graphemes, is_word, misspell
+from robusteval.attacks.evasion import Evasive
+from robusteval.attacks.registry import ATTACKS
+from robusteval.attacks.runner import run_attacks
+from robusteval.attacks.victim import CachedVictim
+from robusteval.nlp import join_sentences, split_sentences
+
+TEXTS = {
+    "zh": "我明天要去北京见王先生。然后我们一起吃饭吧。",
+    "ar": "سأذهب إلى القاهرة غدا مع أحمد. ثم سنتناول العشاء معا.",
+    "hi": "मैं कल दिल्ली जाऊँगा। फिर हम साथ में खाना खाएँगे।",
+    "ru": "Я поеду в Москву пятого мая с Иваном. Потом мы вместе поужинаем.",
+    "fr": "Je vais à Paris le cinq mai avec Marie. Ensuite nous ne mangerons pas ensemble.",
+}
+EN = "I will go to Paris on Monday with Mary. Then we will have a nice dinner together."
+ENGLISH_ONLY = sorted(n for n in ATTACKS.names() if ATTACKS.get(n).languages == ("en",))
+
+
+def sample(lang: str, text: str) -> Sample:
+    return Sample(id=lang, task="dialogue", response=text, context=("Hello, how are you?",))
+
+
+def test_the_english_only_attacks_are_the_ones_built_on_english_resources() -> None:
+    assert {"aspect-negation-rule", "aspect-hypernym-rule", "aspect-different-entity-rule",
+            "aspect-improper-connective-rule", "aspect-incorrect-verb-form-rule", "aspect-repetition-rule",
+            "only-nouns", "only-nouns-verbs", "no-stopwords", "adveval-change-name", "adveval-synonym",
+            "fact-swap-entity", "fact-swap-place", "fact-swap-date", "fact-swap-number", "dstc7-negation",
+            "textfooler-neg", "textfooler-pos", "bert-attack-neg"} <= set(ENGLISH_ONLY)
+    for name in ("aspect-sentence-exchange", "aspect-sentence-deletion", "aspect-word-exchange",
+                 "aspect-spelling-mistake", "jumbled-words", "speaker-tag-teacher", "dot-trigger",
+                 "previous-utterance-prefix"):
+        assert ATTACKS.get(name).languages == (), name
+    assert attacks.load("only-nouns").describe()["languages"] == ["en"]
+
+
+@pytest.mark.parametrize("lang", sorted(TEXTS))
+@pytest.mark.parametrize("name", [n for n in ENGLISH_ONLY if not ATTACKS.get(n).needs_victim
+                                  and not ATTACKS.get(n).needs_llm])
+def test_english_only_rules_skip_other_languages_with_the_reason(name: str, lang: str) -> None:
+    row = attacks.load(name).run(sample(lang, TEXTS[lang]))
+    assert row.outcome == "skipped" and row.adversarial is None
+    assert "en text only" in row.note and "this response is " in row.note
+
+
+def test_an_english_only_rule_still_runs_on_english_and_on_a_sample_declared_english() -> None:
+    assert attacks.load("aspect-negation-rule").run(sample("en", EN)).outcome == "attacked"
+    # a sample's meta["language"] (xDial's "english") is trusted over detection
+    declared = Sample(id="d", task="dialogue", response="ok .", context=("hi",), meta={"language": "english"})
+    assert attacks.load("aspect-negation-rule").unsupported(declared) is None
+    french = Sample(id="f", task="dialogue", response=EN, context=("hi",), meta={"language": "fr"})
+    assert "this response is fr" in attacks.load("aspect-negation-rule").unsupported(french)
+
+
+def test_word_searches_and_their_guard_aware_versions_skip_other_languages() -> None:
+    victim = CachedVictim(LengthMetric())
+    s = sample("fr", TEXTS["fr"])
+    search = attacks.load("textfooler-pos")
+    row = search.run(s, victim, 10)
+    assert row.outcome == "skipped" and "this response is fr" in row.note and victim.model_calls == 0
+    assert Evasive(attacks.load("textfooler-neg")).languages == ("en",)
+
+
+def test_the_runner_records_language_skips_and_keeps_them_out_of_the_denominator(tmp_path) -> None:
+    samples = [sample(lang, t) for lang, t in TEXTS.items()] + [sample("en", EN)]
+    chosen = [attacks.load("aspect-negation-rule"), attacks.load("aspect-sentence-exchange")]
+    rows = [as_row(r) for r in run_attacks(samples, chosen, LengthMetric(), tmp_path / "r.jsonl", progress=False)]
+    neg = [r for r in rows if r.attack == "aspect-negation-rule"]
+    assert [r.sample_id for r in neg if r.outcome == "attacked"] == ["en"]
+    assert all("en text only" in r.note for r in neg if r.sample_id != "en")
+    exchange = [r for r in rows if r.attack == "aspect-sentence-exchange"]
+    assert all(r.outcome == "attacked" for r in exchange)  # two sentences in every language, Chinese included
+    table = summarize(rows)["aspect-negation-rule"]
+    assert (table["attacked"], table["skipped"]) == (1, 5)  # the 5 language skips leave the ASR's n
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("我明天要去北京。然后我们一起吃饭吧。", ["我明天要去北京。", "然后我们一起吃饭吧。"]),
+    ("東京に行きます！明日ね？", ["東京に行きます！", "明日ね？"]),
+    ("他说：“好。”然后走了。", ["他说：“好。”然后走了。"]),  # no split inside the quote
+    ("मैं कल दिल्ली जाऊँगा। फिर हम खाएँगे।", ["मैं कल दिल्ली जाऊँगा।", "फिर हम खाएँगे।"]),
+    ("سأذهب غدا. ثم سنتناول العشاء؟ نعم", ["سأذهب غدا.", "ثم سنتناول العشاء؟", "نعم"]),
+    ("Я поеду. Потом поужинаем!", ["Я поеду.", "Потом поужинаем!"]),
+    ("Hello there. How are you?", ["Hello there.", "How are you?"]),
+])
+def test_sentences_split_and_join_back_in_every_script(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+    assert join_sentences(expected) == text
+
+
+def test_sentence_exchange_on_chinese_adds_no_space() -> None:
+    row = attacks.load("aspect-sentence-exchange").run(sample("zh", TEXTS["zh"]))
+    assert row.adversarial == "然后我们一起吃饭吧。我明天要去北京见王先生。"
+    assert attacks.load("aspect-sentence-deletion").run(sample("zh", TEXTS["zh"])).outcome == "attacked"
+
+
+def test_spelling_mistakes_in_devanagari_keep_vowel_signs_on_their_letters() -> None:
+    row = attacks.load("aspect-spelling-mistake").run(sample("hi", TEXTS["hi"]))
+    assert row.outcome == "attacked" and row.adversarial != TEXTS["hi"]
+    for token in row.adversarial.split():
+        assert unicodedata.category(token[0])[0] != "M", token  # no word starts with a stranded mark
+    word = "दिल्ली"
+    for seed in range(30):
+        typo = misspell(word, random.Random(seed))
+        assert typo != word and all(g in graphemes(word) for g in graphemes(typo))
+
+
+def test_word_rules_accept_letters_with_marks_and_keep_english_as_before() -> None:
+    assert is_word("जाऊँगा") and is_word("سأذهب") and is_word("Москву") and is_word("déjà")
+    assert not is_word("don't") and not is_word("5") and not is_word("table.")
+    hi = attacks.load("aspect-word-exchange").run(sample("hi", TEXTS["hi"]))
+    assert hi.outcome == "attacked" and sorted(hi.adversarial.split()) == sorted(TEXTS["hi"].split())
+    # English typos are those of the code-point version (graphemes are characters there)
+    assert [misspell("expensive", random.Random(s)) for s in range(3)] == \
+        [misspell_codepoints("expensive", random.Random(s)) for s in range(3)]
+
+
+def misspell_codepoints(word: str, rng: random.Random) -> str:
+    """The pre-grapheme rule, on code points, for the check above."""
+    j = rng.randrange(len(word) - 1)
+    kind = rng.choice(("double", "drop", "swap"))
+    if kind == "swap" and word[j] != word[j + 1]:
+        return word[:j] + word[j + 1] + word[j] + word[j + 2:]
+    if kind in ("drop", "swap"):
+        return word[:j + 1] + word[j + 2:] if len(word) > 3 else word[:j] + word[j] * 2 + word[j + 1:]
+    return word[:j] + word[j] * 2 + word[j + 1:]
