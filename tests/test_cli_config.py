@@ -58,7 +58,7 @@ def _typo_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["guard", "evaluate", "--config", _cfg(tmp_path, "g.yaml", {"cleen": ["quickstart-references"]}),
           "--attack-results", out, "--out-dir", out], "unknown key 'cleen' at the top level; did you mean 'clean'?"),
         (["metaeval", "--config", _cfg(tmp_path, "m.yaml", {"metrics": [{"nmae": "bleu"}], "datasets": []}),
-          "--out-dir", out], "unknown key 'nmae' in metrics; did you mean 'name'?"),
+          "--out-dir", out], "unknown key 'nmae' in metrics[0]; did you mean 'name'?"),
         (["salient", "train", "--out-dir", out, "--train-doc", "3"], "did you mean '--train_docs'?"),
         (["compare", "--config", str(COMPARE), "--out-dir", out, "--guard.polcy", "flag"],
          "unknown option --guard.polcy; did you mean '--guard.policy'"),
@@ -83,6 +83,11 @@ def _typo_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
          "unknown key 'gaurd' at the top level; did you mean 'guard'?"),
         ([*score, "--config", "{optoins: {}}"],  # the config given as text
          "unknown key 'optoins' at the top level; did you mean 'options'?"),
+        # deep in lists: the position of every list on the way
+        (["compare", "--config", _cfg(tmp_path, "c2.yaml", {**yaml.safe_load(COMPARE.read_text()), "suites": [
+            {**yaml.safe_load(COMPARE.read_text())["suites"][0],
+             "victims": [{"name": "bleu"}, {"name": "bleu", "trian": {"epochs": 1}}]}]}), "--out-dir", out],
+         "unknown key 'trian' in suites[0].victims[1]; did you mean 'train'?"),
     ]
 
 
@@ -106,11 +111,11 @@ def test_compare_typos_deep_in_the_config_name_their_block(tmp_path) -> None:
         parse_compare(base)
     base = yaml.safe_load(COMPARE.read_text())
     base["suites"][1]["datset"] = "x"
-    with pytest.raises(ConfigError, match=r"unknown key 'datset' in suites; did you mean 'dataset'\?"):
+    with pytest.raises(ConfigError, match=r"unknown key 'datset' in suites\[1\]; did you mean 'dataset'\?"):
         parse_compare(base)
     base = yaml.safe_load(COMPARE.read_text())
     base["suites"][0]["victims"][0]["optoins"] = {}  # empty: no dotted key left behind for jsonargparse
-    with pytest.raises(ConfigError, match=r"unknown key 'optoins' in suites.victims; did you mean 'options'\?"):
+    with pytest.raises(ConfigError, match=r"unknown key 'optoins' in suites\[0\].victims\[0\]; did you mean 'options'\?"):
         parse_compare(base)
     base = yaml.safe_load(COMPARE.read_text())
     base["suites"][0]["victims"][0]["train"]["rounds"]["onlin"] = {}

@@ -180,7 +180,7 @@ def from_dict(cls: type, raw: Any, where: str) -> Any:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping at the top level")
     try:
-        check_empty_keys(cls, raw)
+        check_keys(cls, raw)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     parser = _dict_parser(cls)
@@ -299,36 +299,33 @@ def _takes_mapping(tp: Any) -> bool:
     return any(_takes_mapping(arg) for arg in typing.get_args(tp))
 
 
-def _hollow(value: Any) -> bool:
-    """A mapping with no value in it at any depth (``{}``, ``{a: {}}``): jsonargparse's dotted
-    keys leave nothing of it behind."""
-    return isinstance(value, dict) and all(_hollow(v) for v in value.values())
-
-
-def check_empty_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
-    """Raise :class:`ConfigError` for a misspelled key whose value is an empty mapping
-    (``optoins: {}``, or ``{a: {}}``) anywhere in a config for ``cls``. jsonargparse flattens nested mappings
-    into dotted keys, so an empty one leaves no key behind to reject: without this check the
-    typo passes silently. (Every other unknown key is jsonargparse's to report.)"""
+def check_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
+    """Raise :class:`ConfigError` for the first key of a config for ``cls`` that no dataclass
+    field takes, named with its full place, list positions included ("unknown key 'trian' in
+    suites[0].victims[1]; did you mean 'train'?"). jsonargparse reports unknown keys too, but
+    without the list position, and not at all for a misspelled key holding an empty mapping
+    (``optoins: {}``): it flattens nested mappings into dotted keys, so an empty one leaves no
+    key behind to reject. Free-form mappings (``options``) are not looked into."""
     if not isinstance(raw, dict) or not dataclasses.is_dataclass(cls):
         return
     hints = typing.get_type_hints(cls)
     known = [f.name for f in dataclasses.fields(cls) if f.init]
     for key, value in raw.items():
         if key not in known:
-            if _hollow(value):
-                raise ConfigError(unknown_key(str(key), path, known))
-            continue
+            raise ConfigError(unknown_key(str(key), path, known))
         tp = hints.get(key)
         sub = _dataclass_in(tp)
         if sub is None or _takes_mapping(tp):
             continue
-        for item in value if isinstance(value, list | tuple) else [value]:
-            check_empty_keys(sub, item, (*path, key))
+        if isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                check_keys(sub, item, (*path, f"{key}[{i}]"))
+        else:
+            check_keys(sub, value, (*path, key))
 
 
 def check_file_keys(cls: type, path: str | os.PathLike[str]) -> None:
-    """:func:`check_empty_keys` on a YAML or JSON config file, or on the config text itself
+    """:func:`check_keys` on a YAML or JSON config file, or on the config text itself
     (``--config '{...}'``, which jsonargparse also accepts); what does not read as YAML is left
     to jsonargparse, which names the problem."""
     import yaml
@@ -338,7 +335,7 @@ def check_file_keys(cls: type, path: str | os.PathLike[str]) -> None:
         raw = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return
-    check_empty_keys(cls, raw)
+    check_keys(cls, raw)
 
 
 def _config_files(args: Sequence[str]) -> list[str]:
