@@ -129,6 +129,11 @@ def test_compare_typos_deep_in_the_config_name_their_block(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'guardd' at the top level; did you mean 'guard'\?"):
         parse_compare(base)
     assert json.dumps(base, sort_keys=True) == before  # the caller's dict is left as it was
+    base = yaml.safe_load(COMPARE.read_text())
+    train = base["suites"][0]["victims"][0]["train"]
+    train["checkpoint"], train["pretrain"] = "runs/base/export", {"datasets": ["dailydialog-zhao"]}
+    with pytest.raises(ConfigError, match=r"checkpoint starts from a trained base, so pretrain .* would be ignored"):
+        parse_compare(base)
 
 
 @pytest.mark.parametrize("argv", [

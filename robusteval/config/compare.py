@@ -108,6 +108,9 @@ class TrainSpec:
         bad = set(self.ablations) - set(ABLATIONS)
         if bad:
             raise ConfigError(f"{where}.ablations: unknown {sorted(bad)}; choose from {', '.join(ABLATIONS)}")
+        if self.checkpoint and self.pretrain:
+            raise ConfigError(f"{where}: checkpoint starts from a trained base, so pretrain (a stage of training the "
+                              "base) would be ignored; drop one of them")
         check_module_args(self.module, self.model, self.data, self.rounds, f"{where}.")
 
 
