@@ -114,6 +114,10 @@ def test_ga_presets_follow_the_paper() -> None:
     assert attacks.load("ga-trigger", preset="fast", generations=5).generations == 5
     with pytest.raises(ValueError, match="preset"):
         attacks.load("ga-trigger", preset="slow")
+    fast.load_fitted({"trigger": "!?", "history": [], "preset": "fast"})
+    assert fast.trigger == "!?"
+    with pytest.raises(ValueError, match="fitted with preset 'fast', this attack uses 'paper'"):
+        paper.load_fitted(fast.fitted_state())
 
 
 def test_ga_stops_at_the_fitness_threshold() -> None:

@@ -205,6 +205,12 @@ class GATrigger(_Universal):
         return {"trigger": self.trigger, "history": self.history, "preset": self.preset}
 
     def load_fitted(self, state: dict[str, Any]) -> None:
+        """A trigger fitted earlier (a resumed run's ``fitted.json``), refused when it was fitted
+        under another preset: it would not be this attack's trigger."""
+        fitted_preset = state.get("preset", self.preset)
+        if fitted_preset != self.preset:
+            raise ValueError(f"ga-trigger: the saved trigger was fitted with preset {fitted_preset!r}, this attack "
+                             f"uses {self.preset!r}; fit it again (a new --out-dir)")
         self.trigger = state["trigger"]
         self.history = list(state.get("history", []))
 
