@@ -30,6 +30,8 @@ from typing import Any
 from robusteval.text import words
 
 LATIN_LANGUAGES = ("en", "fr", "de", "es", "it", "pt", "nl")
+# scripts written without spaces between words (names as :func:`script` gives them)
+UNSPACED = frozenset({"CJK", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN"})
 
 
 def script(ch: str) -> str | None:
@@ -61,9 +63,13 @@ def _zipf(freq: float) -> float:
 
 
 @functools.lru_cache(maxsize=65536)  # a guard's detectors ask about the same response in turn
-def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN_LANGUAGES) -> str:
+def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN_LANGUAGES,
+             margin: float = 1.0) -> str:
     """ISO 639-1 code of a Latin-script text's language among ``candidates``; ``"und-<script>"``
-    for text in another script; ``default`` for text without letters or known words."""
+    for text in another script; ``default`` for text without letters or known words. With
+    ``margin`` > 1 another Latin-script language wins only when its score is at least ``margin``
+    times ``default``'s: short replies ("ok .", "no .", "In Paris .") score about the same in
+    several languages and stay ``default``."""
     main = main_script(text)
     if main is None:
         return default
@@ -74,7 +80,10 @@ def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN
     best = max(scores.values(), default=0.0)
     if best == 0.0 or scores.get(default, -1.0) == best:
         return default
-    return max(candidates, key=lambda lang: scores[lang])
+    winner = max(candidates, key=lambda lang: scores[lang])
+    if default in scores and best < margin * scores[default]:
+        return default
+    return winner
 
 
 # English names of languages as data sets spell them (xDial: "english", "chinese"...)
@@ -92,8 +101,8 @@ def normalize(tag: str) -> str:
     return _NAMES.get(t, t.replace("_", "-").split("-")[0] if not t.startswith("und-") else t)
 
 
-def sample_language(sample: Any) -> str:
-    """A sample's response language: its ``meta["language"]`` (normalized) when given, else
-    :func:`language` of the response."""
+def sample_language(sample: Any, text: str | None = None, margin: float = 1.0) -> str:
+    """A sample's language: its ``meta["language"]`` (normalized) when given, else
+    :func:`language` of ``text`` (default: the response) with ``margin``."""
     given = (getattr(sample, "meta", None) or {}).get("language")
-    return normalize(str(given)) if given else language(sample.response)
+    return normalize(str(given)) if given else language(sample.response if text is None else text, margin=margin)

@@ -11,6 +11,8 @@ import random
 import re
 from typing import Any
 
+import regex
+
 from robusteval.errors import MissingResourceError
 from robusteval.types import Sample
 
@@ -42,9 +44,10 @@ def _sentencizer() -> Any:
 
 
 # full-width sentence ends (Chinese, Japanese), which take no space after them: spaCy's
-# whitespace tokenizer leaves "北京。然后" one token, so its sentencizer never sees the "。"
+# whitespace tokenizer leaves "北京。然后" one token, so its sentencizer never sees the "。".
+# No split before closing quotes and brackets (Unicode Pe, Pf) or another end mark.
 FULL_WIDTH_ENDS = "。！？｡"
-_AFTER_FULL_WIDTH_END = re.compile(rf"(?<=[{FULL_WIDTH_ENDS}])(?![{FULL_WIDTH_ENDS}」』”’）)\s])")
+_AFTER_FULL_WIDTH_END = regex.compile(rf"(?<=[{FULL_WIDTH_ENDS}])(?![\s{FULL_WIDTH_ENDS}\p{{Pe}}\p{{Pf}}\"'])")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -58,10 +61,15 @@ def split_sentences(text: str) -> list[str]:
 
 
 def join_sentences(sents: list[str]) -> str:
-    """Sentences back into one text: a space between them, none after a full-width end."""
+    """Sentences back into one text: a space between them, except after a full-width end
+    before a sentence in a script written without spaces (Chinese, Japanese, Thai ...)."""
+    from robusteval.langid import UNSPACED, script
+
     out = ""
     for s in sents:
-        out += s if not out or out[-1] in FULL_WIDTH_ENDS else " " + s
+        first = next((c for c in s if c.isalpha()), "")
+        glued = bool(out) and out[-1] in FULL_WIDTH_ENDS and first != "" and script(first) in UNSPACED
+        out += s if not out or glued else " " + s
     return out
 
 

@@ -6,9 +6,12 @@ handle unspaced scripts and combining marks."""
 from __future__ import annotations
 
 import random
+import string
 import unicodedata
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from toy import LengthMetric
 
 from robusteval import Sample, attacks
@@ -32,7 +35,8 @@ ENGLISH_ONLY = sorted(n for n in ATTACKS.names() if ATTACKS.get(n).languages == 
 
 
 def sample(lang: str, text: str) -> Sample:
-    return Sample(id=lang, task="dialogue", response=text, context=("Hello, how are you?",))
+    # the context in the same language: some attacks rewrite the last turn
+    return Sample(id=lang, task="dialogue", response=text, context=(text,))
 
 
 def test_the_english_only_attacks_are_the_ones_built_on_english_resources() -> None:
@@ -54,7 +58,32 @@ def test_the_english_only_attacks_are_the_ones_built_on_english_resources() -> N
 def test_english_only_rules_skip_other_languages_with_the_reason(name: str, lang: str) -> None:
     row = attacks.load(name).run(sample(lang, TEXTS[lang]))
     assert row.outcome == "skipped" and row.adversarial is None
-    assert "en text only" in row.note and "this response is " in row.note
+    assert "en text only" in row.note and "this text is " in row.note
+
+
+@pytest.mark.parametrize("reply", ["ok .", "no .", "Oh , no .", "Fine .", "In Paris .", "hmm .", "ha ha i'm so shy",
+                                   "Hotel del sol has internet .", "Chez maman is a nice restaurant ."])
+def test_short_or_name_heavy_english_without_a_declared_language_is_not_skipped(reply: str) -> None:
+    # each scores a little higher in another Latin-script language's word list (langid's plain
+    # choice: it, es, de, fr); the attacks' margin keeps them English
+    s = Sample(id="u", task="dialogue", response=reply, context=("Do you like it ?",))
+    assert attacks.load("aspect-negation-rule").unsupported(s) is None
+    assert attacks.load("only-nouns").unsupported(s) is None
+
+
+@pytest.mark.parametrize(("reply", "lang"), [("Oui.", "fr"), ("Merci beaucoup !", "fr"), ("¿Dónde está el baño?", "es"),
+                                             ("Ich weiß es nicht.", "de"), ("Sí, claro.", "es")])
+def test_clearly_foreign_latin_replies_are_still_skipped(reply: str, lang: str) -> None:
+    s = Sample(id="f", task="dialogue", response=reply, context=("hi",))
+    assert f"this text is {lang}" in attacks.load("aspect-negation-rule").unsupported(s)
+
+
+def test_an_attack_on_the_context_is_gated_on_the_context_language() -> None:
+    english_turn = Sample(id="c", task="dialogue", response="Je ne sais pas.", context=("Do you like it ?",))
+    assert attacks.load("adveval-negate-previous").unsupported(english_turn) is None
+    french_turn = Sample(id="c", task="dialogue", response="I do not know.", context=("Tu aimes ça ?",))
+    assert "this text is fr" in attacks.load("adveval-negate-previous").unsupported(french_turn)
+    assert "this text is fr" in attacks.load("kdconv-adv").unsupported(french_turn)
 
 
 def test_an_english_only_rule_still_runs_on_english_and_on_a_sample_declared_english() -> None:
@@ -63,7 +92,7 @@ def test_an_english_only_rule_still_runs_on_english_and_on_a_sample_declared_eng
     declared = Sample(id="d", task="dialogue", response="ok .", context=("hi",), meta={"language": "english"})
     assert attacks.load("aspect-negation-rule").unsupported(declared) is None
     french = Sample(id="f", task="dialogue", response=EN, context=("hi",), meta={"language": "fr"})
-    assert "this response is fr" in attacks.load("aspect-negation-rule").unsupported(french)
+    assert "this text is fr" in attacks.load("aspect-negation-rule").unsupported(french)
 
 
 def test_word_searches_and_their_guard_aware_versions_skip_other_languages() -> None:
@@ -71,7 +100,7 @@ def test_word_searches_and_their_guard_aware_versions_skip_other_languages() -> 
     s = sample("fr", TEXTS["fr"])
     search = attacks.load("textfooler-pos")
     row = search.run(s, victim, 10)
-    assert row.outcome == "skipped" and "this response is fr" in row.note and victim.model_calls == 0
+    assert row.outcome == "skipped" and "this text is fr" in row.note and victim.model_calls == 0
     assert Evasive(attacks.load("textfooler-neg")).languages == ("en",)
 
 
@@ -82,6 +111,7 @@ def test_the_runner_records_language_skips_and_keeps_them_out_of_the_denominator
     neg = [r for r in rows if r.attack == "aspect-negation-rule"]
     assert [r.sample_id for r in neg if r.outcome == "attacked"] == ["en"]
     assert all("en text only" in r.note for r in neg if r.sample_id != "en")
+    assert all(r.meta.get("perturbation") == "negation" for r in neg)  # the attack's own row, skipped or not
     exchange = [r for r in rows if r.attack == "aspect-sentence-exchange"]
     assert all(r.outcome == "attacked" for r in exchange)  # two sentences in every language, Chinese included
     table = summarize(rows)["aspect-negation-rule"]
@@ -91,7 +121,10 @@ def test_the_runner_records_language_skips_and_keeps_them_out_of_the_denominator
 @pytest.mark.parametrize(("text", "expected"), [
     ("我明天要去北京。然后我们一起吃饭吧。", ["我明天要去北京。", "然后我们一起吃饭吧。"]),
     ("東京に行きます！明日ね？", ["東京に行きます！", "明日ね？"]),
-    ("他说：“好。”然后走了。", ["他说：“好。”然后走了。"]),  # no split inside the quote
+    ("他说：“好。”然后走了。", ["他说：“好。”然后走了。"]),  # no split before a closing quote
+    ('他说"好。"然后走了。', ['他说"好。"然后走了。']),
+    ("书名《好。》然后", ["书名《好。》然后"]),
+    ("Really？ Yes.", ["Really？", "Yes."]),  # a full-width end before a spaced script keeps its space
     ("मैं कल दिल्ली जाऊँगा। फिर हम खाएँगे।", ["मैं कल दिल्ली जाऊँगा।", "फिर हम खाएँगे।"]),
     ("سأذهب غدا. ثم سنتناول العشاء؟ نعم", ["سأذهب غدا.", "ثم سنتناول العشاء؟", "نعم"]),
     ("Я поеду. Потом поужинаем!", ["Я поеду.", "Потом поужинаем!"]),
@@ -119,18 +152,28 @@ def test_spelling_mistakes_in_devanagari_keep_vowel_signs_on_their_letters() -> 
         assert typo != word and all(g in graphemes(word) for g in graphemes(typo))
 
 
+def test_spelling_mistakes_leave_unspaced_scripts_alone() -> None:
+    for text in ("好的谢谢", "我很好 谢谢你。你呢 朋友。", "東京に行きます"):
+        assert attacks.load("aspect-spelling-mistake").run(sample("zh", text)).outcome == "skipped"
+
+
 def test_word_rules_accept_letters_with_marks_and_keep_english_as_before() -> None:
     assert is_word("जाऊँगा") and is_word("سأذهب") and is_word("Москву") and is_word("déjà")
     assert not is_word("don't") and not is_word("5") and not is_word("table.")
     hi = attacks.load("aspect-word-exchange").run(sample("hi", TEXTS["hi"]))
     assert hi.outcome == "attacked" and sorted(hi.adversarial.split()) == sorted(TEXTS["hi"].split())
-    # English typos are those of the code-point version (graphemes are characters there)
-    assert [misspell("expensive", random.Random(s)) for s in range(3)] == \
-        [misspell_codepoints("expensive", random.Random(s)) for s in range(3)]
+
+
+@given(word=st.text(alphabet=string.ascii_letters, min_size=2, max_size=14), seed=st.integers(0, 2**32))
+@example(word="expensive", seed=0)
+@example(word="aa", seed=1)
+def test_english_typos_are_those_of_the_code_point_rule(word: str, seed: int) -> None:
+    # graphemes are characters in ASCII text: the benchmarks' English rows do not change
+    assert misspell(word, random.Random(seed)) == misspell_codepoints(word, random.Random(seed))
 
 
 def misspell_codepoints(word: str, rng: random.Random) -> str:
-    """The pre-grapheme rule, on code points, for the check above."""
+    """The rule before grapheme clusters, on code points (words of two or more letters)."""
     j = rng.randrange(len(word) - 1)
     kind = rng.choice(("double", "drop", "swap"))
     if kind == "swap" and word[j] != word[j + 1]:

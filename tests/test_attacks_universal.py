@@ -114,10 +114,17 @@ def test_ga_presets_follow_the_paper() -> None:
     assert attacks.load("ga-trigger", preset="fast", generations=5).generations == 5
     with pytest.raises(ValueError, match="preset"):
         attacks.load("ga-trigger", preset="slow")
-    fast.load_fitted({"trigger": "!?", "history": [], "preset": "fast"})
+    fast.load_fitted({"trigger": "!?", "history": [], "preset": "fast"})  # an older state: its preset only
     assert fast.trigger == "!?"
-    with pytest.raises(ValueError, match="fitted with preset 'fast', this attack uses 'paper'"):
+    with pytest.raises(ValueError, match=r"preset='fast' \(this attack: 'paper'\)"):
         paper.load_fitted(fast.fitted_state())
+    with pytest.raises(ValueError, match=r"generations=12 \(this attack: 5\)"):
+        attacks.load("ga-trigger", preset="fast", generations=5).load_fitted(fast.fitted_state())
+    with pytest.raises(ValueError, match="preset='fast'"):
+        paper.load_fitted({"trigger": "!?", "preset": "fast"})
+    same = attacks.load("ga-trigger", preset="fast")
+    same.load_fitted(fast.fitted_state())
+    assert same.trigger == "!?"
 
 
 def test_ga_stops_at_the_fitness_threshold() -> None:

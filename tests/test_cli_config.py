@@ -129,6 +129,11 @@ def test_compare_typos_deep_in_the_config_name_their_block(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'guardd' at the top level; did you mean 'guard'\?"):
         parse_compare(base)
     assert json.dumps(base, sort_keys=True) == before  # the caller's dict is left as it was
+    # dotted keys are nested keys, as jsonargparse reads them; its own __path__ is not a typo
+    dotted = {**yaml.safe_load(COMPARE.read_text()), "guard.policy": "flag", "__path__": "c.yaml"}
+    assert parse_compare(dotted).guard.policy == "flag"
+    with pytest.raises(ConfigError, match=r"unknown key 'polcy' in guard; did you mean 'policy'\?"):
+        parse_compare({**yaml.safe_load(COMPARE.read_text()), "guard.polcy": "flag"})
     base = yaml.safe_load(COMPARE.read_text())
     train = base["suites"][0]["victims"][0]["train"]
     train["checkpoint"], train["pretrain"] = "runs/base/export", {"datasets": ["dailydialog-zhao"]}

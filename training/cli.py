@@ -61,7 +61,7 @@ def resume_hint(trainer: Trainer, subcommand: str) -> str:
     last = getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
     if not last:
         return "no epoch finished, so no checkpoint was saved; rerun the same command"
-    return f"the last finished epoch is saved in {last}; rerun the same command with --ckpt_path {last} to continue"
+    return f"the last saved epoch is {last}; rerun the same command with --ckpt_path {last} to continue"
 
 
 def trainer_defaults() -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from robusteval.aspects import ASPECTS, TARGET, expected_affected, human_affected
 from robusteval.attacks.base import Perturbation
 from robusteval.attacks.registry import register_attack
+from robusteval.langid import UNSPACED, main_script
 from robusteval.llm.backends import LazyBackend
 from robusteval.nlp import join_sentences, load_spacy, negate_clause, shift_numeric, split_sentences
 from robusteval.paths import resource
@@ -199,8 +200,10 @@ class SpellingMistake(_Aspect):
         out, changed = [], False
         for sent in _sentences(sample):
             words = sent.split()
-            # three letters (code points) and two graphemes: "the" in English, "खाना" in Hindi
-            idx = [i for i, w in enumerate(words) if is_word(w) and len(w) >= 3 and len(graphemes(w)) >= 2]
+            # three letters (code points) and two graphemes: "the" in English, "खाना" in Hindi;
+            # not a run of Chinese or Japanese, which is no word ("好的谢谢" -> "的好谢谢" is no typo)
+            idx = [i for i, w in enumerate(words) if is_word(w) and len(w) >= 3 and len(graphemes(w)) >= 2
+                   and main_script(w) not in UNSPACED]
             for i in rng.sample(idx, min(self.per_sentence, len(idx))):
                 words[i] = misspell(words[i], rng)
                 changed = True

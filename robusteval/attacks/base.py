@@ -111,6 +111,14 @@ class ResultRow:
 AttackResult = ResultRow  # the name attacks construct their results with
 
 
+# How much better another Latin-script language must score than English before an English-only
+# attack skips a text without a declared language (robusteval.langid.language's margin). Measured
+# 2026-11-24: at 1.3, 1 of about 9,000 undeclared English responses of the shipped data sets is
+# read as another language (a restaurant name, "Mangia tutti ristorante , is moderate ."), against
+# 20 at 1.0; of the first 400 xDial replies, 5 French, 5 German and 3 Spanish are read as English.
+LANGUAGE_MARGIN = 1.3
+
+
 class Attack(ABC):
     """Base class: subclasses set the class attributes and implement :meth:`run`."""
 
@@ -152,21 +160,28 @@ class Attack(ABC):
         self.__dict__.setdefault("_init_options", {"args": [], "kwargs": {"seed": seed}})
         self.seed = seed
 
+    def language_text(self, sample: Sample) -> str:
+        """The text the attack rewrites, whose language decides whether it applies: the
+        response (an attack that rewrites the context says so by overriding this)."""
+        return sample.response
+
     def unsupported(self, sample: Sample) -> str | None:
         """Why the attack cannot apply to this sample's language, or None when it can. The
-        response's language is its ``meta["language"]`` or, without one,
-        :func:`robusteval.langid.language` of the response. A rule built on English resources
-        would otherwise garble other languages (an English NER turning "Bonjour" into a place,
-        "However," before a Hindi sentence) and count the garble as an attack."""
+        language is the sample's ``meta["language"]`` or, without one,
+        :func:`robusteval.langid.language` of :meth:`language_text` with a margin of
+        :data:`LANGUAGE_MARGIN`, so a short English reply that scores about as well in Italian
+        ("ok .") stays English. A rule built on English resources would otherwise garble other
+        languages (an English NER turning "Bonjour" into a place, "However," before a Hindi
+        sentence) and count the garble as an attack."""
         if not self.languages:
             return None
         from robusteval.langid import sample_language
 
-        lang = sample_language(sample)
+        lang = sample_language(sample, self.language_text(sample), margin=LANGUAGE_MARGIN)
         if lang in self.languages:
             return None
         return (f"{self.name} works on {'/'.join(self.languages)} text only (it is built on English "
-                f"resources); this response is {lang}")
+                f"resources); this text is {lang}")
 
     def skipped(self, sample: Sample, reason: str) -> AttackResult:
         """This attack's row for ``sample`` marked skipped with ``reason``."""

@@ -153,6 +153,9 @@ class NegatePrevious(_Baseline):
     targets: ClassVar[tuple[str, ...]] = ("Coherence", "Non-contradiction")
     tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
 
+    def language_text(self, sample: Sample) -> str:
+        return sample.context[-1] if sample.context else sample.response  # it rewrites the last turn
+
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         if not sample.context:
             return None

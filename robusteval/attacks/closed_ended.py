@@ -207,6 +207,9 @@ class KdConvADV(Perturbation):
 
     generator = LazyBackend("_spec")
 
+    def language_text(self, sample: Sample) -> str:
+        return "\n".join(sample.context) or sample.response  # the LLM answers the history
+
     def prompt(self, sample: Sample) -> str:
         history = "\n".join(sample.context)
         fact = f"Knowledge:\n{sample.fact}\n\n" if sample.fact else ""

@@ -204,9 +204,15 @@ class Evasive(Attack):
         if hasattr(self.base, "prepare"):
             self.base.prepare(samples)  # type: ignore[attr-defined]
 
+    def language_text(self, sample: Sample) -> str:
+        return self.base.language_text(sample)
+
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         if victim is None:
             raise ValueError(f"{self.name} (guard-aware) needs a victim")
+        why = self.unsupported(sample)
+        if why is not None:
+            return self.skipped(sample, why)
         guard = find_guard(victim)
         if guard is None or self.direction != "R-":
             result = self.base.run(sample, victim if self.base.needs_victim else None, budget)

@@ -201,16 +201,26 @@ class GATrigger(_Universal):
         self.trigger = best
         return best
 
+    def settings(self) -> dict[str, Any]:
+        """What the search ran with (the preset resolved): a saved trigger belongs to these."""
+        return {"preset": self.preset, "length": self.length, "pop_size": self.pop_size,
+                "generations": self.generations, "rounds": self.rounds, "target": self.target,
+                "alphabet": self.alphabet, "fit_size": self.fit_size, "seed": self.seed}
+
     def fitted_state(self) -> dict[str, Any]:
-        return {"trigger": self.trigger, "history": self.history, "preset": self.preset}
+        return {"trigger": self.trigger, "history": self.history, "preset": self.preset, "settings": self.settings()}
 
     def load_fitted(self, state: dict[str, Any]) -> None:
         """A trigger fitted earlier (a resumed run's ``fitted.json``), refused when it was fitted
-        under another preset: it would not be this attack's trigger."""
-        fitted_preset = state.get("preset", self.preset)
-        if fitted_preset != self.preset:
-            raise ValueError(f"ga-trigger: the saved trigger was fitted with preset {fitted_preset!r}, this attack "
-                             f"uses {self.preset!r}; fit it again (a new --out-dir)")
+        with other search settings (an older state records only its preset): it would not be
+        this attack's trigger."""
+        saved = state.get("settings") or {"preset": state.get("preset", self.preset)}
+        mine = self.settings()
+        differ = sorted(k for k in saved if k in mine and saved[k] != mine[k])
+        if differ:
+            got = ", ".join(f"{k}={saved[k]!r} (this attack: {mine[k]!r})" for k in differ if k != "alphabet")
+            raise ValueError(f"ga-trigger: the saved trigger was fitted with other settings: "
+                             f"{got or 'another alphabet'}; fit it again (a new --out-dir)")
         self.trigger = state["trigger"]
         self.history = list(state.get("history", []))
 

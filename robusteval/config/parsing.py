@@ -300,9 +300,10 @@ def _takes_mapping(tp: Any) -> bool:
 
 
 def check_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
-    """Raise :class:`ConfigError` for the first key of a config for ``cls`` that no dataclass
-    field takes, named with its full place, list positions included ("unknown key 'trian' in
-    suites[0].victims[1]; did you mean 'train'?"). jsonargparse reports unknown keys too, but
+    """Raise :class:`ConfigError` for the first key (in file order) of a config for ``cls`` that
+    no dataclass field takes, named with its full place, list positions included ("unknown key
+    'trian' in suites[0].victims[1]; did you mean 'train'?"). Dotted keys ("guard.policy") are
+    read as nested ones, as jsonargparse reads them. jsonargparse reports unknown keys too, but
     without the list position, and not at all for a misspelled key holding an empty mapping
     (``optoins: {}``): it flattens nested mappings into dotted keys, so an empty one leaves no
     key behind to reject. Free-form mappings (``options``) are not looked into."""
@@ -311,8 +312,14 @@ def check_keys(cls: type, raw: Any, path: tuple[str, ...] = ()) -> None:
     hints = typing.get_type_hints(cls)
     known = [f.name for f in dataclasses.fields(cls) if f.init]
     for key, value in raw.items():
+        key = str(key)
+        if key.startswith("__") and key.endswith("__"):  # jsonargparse's own (__path__)
+            continue
+        if "." in key:  # a dotted key ("guard.policy: flag"), which jsonargparse takes too
+            key, rest = key.split(".", 1)
+            value = {rest: value}
         if key not in known:
-            raise ConfigError(unknown_key(str(key), path, known))
+            raise ConfigError(unknown_key(key, path, known))
         tp = hints.get(key)
         sub = _dataclass_in(tp)
         if sub is None or _takes_mapping(tp):

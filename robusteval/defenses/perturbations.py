@@ -37,11 +37,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from robusteval.langid import script
+from robusteval.langid import UNSPACED, script
 from robusteval.registry import Registry
 from robusteval.text import word_char
-
-UNSPACED = {"CJK", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN"}  # robusteval.langid.script names
 
 
 @dataclass(frozen=True)
