@@ -102,6 +102,10 @@ def test_word_searches_and_their_guard_aware_versions_skip_other_languages() -> 
     row = search.run(s, victim, 10)
     assert row.outcome == "skipped" and "this text is fr" in row.note and victim.model_calls == 0
     assert Evasive(attacks.load("textfooler-neg")).languages == ("en",)
+    # an R- search starts from another response: only from one in a language it supports
+    neg = attacks.load("textfooler-neg")
+    neg.prepare([sample(lang, t) for lang, t in TEXTS.items()] + [sample("en", EN), sample("en2", "Sounds good to me .")])
+    assert sorted(neg.pool) == sorted([EN, "Sounds good to me ."])
 
 
 def test_the_runner_records_language_skips_and_keeps_them_out_of_the_denominator(tmp_path) -> None:

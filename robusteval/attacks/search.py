@@ -251,6 +251,11 @@ class _WordSearch(OtherResponses, Attack):
     def _penalties(self, sample: Sample, texts: list[str]) -> np.ndarray:
         return np.zeros(len(texts)) if self.penalty is None else np.asarray(self.penalty(sample, texts), dtype=float)
 
+    def prepare(self, samples: Sequence[Sample]) -> None:
+        """The R- starting pool: the responses in a language the search supports (a mixed-language
+        data set would otherwise hand an English search a Chinese start)."""
+        super().prepare([s for s in samples if self.unsupported(s) is None])
+
     def start_text(self, sample: Sample, rng: random.Random) -> str | None:
         """R+ starts from the response itself, R- from another sample's response."""
         return sample.response if self.direction == "R+" else self.other_response(sample, rng)
