@@ -70,6 +70,19 @@ def test_poe_conventions_truncate_front_pad_256_and_invert(tiny_bert) -> None:
     assert short["input_ids"].shape == (1, 256) and short["attention_mask"][0].sum() < 256
 
 
+def test_a_context_longer_than_the_model_is_cut_without_a_false_alarm(tiny_bert) -> None:
+    from transformers import AutoTokenizer
+
+    flag = "sequence-length-is-longer-than-the-specified-maximum"  # transformers warns once per tokenizer
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    tok.model_max_length = 64  # as a 512-token model meets a news article
+    enc = encode_pairs(tok, [" ".join(["the cat sat on the mat ."] * 40)], ["yes"], ScorerConfig(max_length=64))
+    assert enc["input_ids"].shape[1] <= 64
+    assert not tok.deprecation_warnings.get(flag)  # no "... will result in indexing errors" for a cut text
+    tok("word " * 100)
+    assert tok.deprecation_warnings.get(flag)  # the warning is there for a text that would reach the model uncut
+
+
 def test_poe_from_hf_folder_with_single_state_dict(tiny_bert, tmp_path) -> None:
     import torch
     from safetensors.torch import save_file

@@ -199,8 +199,10 @@ def encode_pairs(tokenizer: Any, contexts: Sequence[str], responses: Sequence[st
     sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     rows = []
     for ctx, resp in zip(contexts, responses, strict=True):
-        c = tokenizer(ctx, add_special_tokens=False)["input_ids"]
-        r = tokenizer(resp, add_special_tokens=False)["input_ids"]
+        # whole texts, cut below (verbose=False: no "longer than the maximum ... indexing errors"
+        # warning for a sequence that never reaches the model uncut)
+        c = tokenizer(ctx, add_special_tokens=False, verbose=False)["input_ids"]
+        r = tokenizer(resp, add_special_tokens=False, verbose=False)["input_ids"]
         # an over-long response keeps its first half-window so some context still fits
         r = r[: max(1, cfg.max_length // 2)] if len(r) > cfg.max_length - 4 else r
         room = cfg.max_length - len(r) - 3
