@@ -42,3 +42,15 @@ def stopping_on_sigterm() -> Iterator[None]:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, handler)
         yield
+
+
+@contextlib.contextmanager
+def default_sigterm() -> Iterator[None]:
+    """SIGTERM's default disposition while the block runs, the previous handler afterwards. For
+    code that installs its own handler and composes it with whatever it finds (Lightning's
+    trainer stops at the end of the batch in hand): a handler left by someone else (Ray's
+    ``sys.exit``) would otherwise run beside it and end the process mid-batch."""
+    with keeping_sigterm_handler():
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        yield

@@ -29,7 +29,7 @@ from robusteval.training.base import EvaluatorModule
 from robusteval.training.checkpoint_io import SafeCheckpointIO
 from robusteval.training.data import ScoringDataModule
 
-from robusteval.signals import Terminated
+from robusteval.signals import Terminated, default_sigterm
 
 
 class TrainCLI(LightningCLI):
@@ -72,8 +72,9 @@ def trainer_defaults() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    TrainCLI(EvaluatorModule, ScoringDataModule, subclass_mode_model=True, args=list(argv or []),
-             trainer_defaults=trainer_defaults(), seed_everything_default=0,
-             save_config_kwargs={"overwrite": True}, parser_kwargs={"prog": "robusteval train"},
-             auto_configure_optimizers=False)
+    with default_sigterm():  # Lightning's handler alone decides what a SIGTERM does
+        TrainCLI(EvaluatorModule, ScoringDataModule, subclass_mode_model=True, args=list(argv or []),
+                 trainer_defaults=trainer_defaults(), seed_everything_default=0,
+                 save_config_kwargs={"overwrite": True}, parser_kwargs={"prog": "robusteval train"},
+                 auto_configure_optimizers=False)
     return 0
