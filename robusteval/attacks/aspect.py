@@ -184,8 +184,8 @@ class SpellingMistake(_Aspect):
     App. B): up to ``per_sentence`` (2, as Table 2's example) words of three or more letters
     (letters of any script with their marks, at least two graphemes) per sentence get one typo
     each (:func:`misspell`). Unspaced scripts (Chinese, Japanese) have no such words: not
-    applicable. The authors' rule is in code that
-    is not available; the rate and the kinds of typo are read from the example."""
+    applicable. The authors' rule is in code that is not available; the rate and the kinds of
+    typo are read from the example."""
 
     name: ClassVar[str] = "aspect-spelling-mistake"
     perturbation: ClassVar[str] = "spelling-mistake"
