@@ -102,6 +102,12 @@ def test_word_searches_and_their_guard_aware_versions_skip_other_languages() -> 
     row = search.run(s, victim, 10)
     assert row.outcome == "skipped" and "this text is fr" in row.note and victim.model_calls == 0
     assert Evasive(attacks.load("textfooler-neg")).languages == ("en",)
+    evasive = Evasive(attacks.load("aspect-negation-rule"))
+    row = evasive.run(s, victim)
+    assert row.outcome == "skipped" and "this text is fr" in row.note and victim.model_calls == 0
+    # the guard-aware version judges the text its base rewrites (here the English last turn)
+    mixed = Sample(id="m", task="dialogue", response=TEXTS["fr"], context=("Do you like it ?",))
+    assert Evasive(attacks.load("adveval-negate-previous")).unsupported(mixed) is None
     # an R- search starts from another response: only from one in a language it supports
     neg = attacks.load("textfooler-neg")
     neg.prepare([sample(lang, t) for lang, t in TEXTS.items()] + [sample("en", EN), sample("en2", "Sounds good to me .")])

@@ -155,10 +155,8 @@ class _AdvEval(Attack):
             if self.done(best["gold"], best["victim"]):
                 stop_reason = "criterion met"
         best = max(history[1:] or history, key=lambda h: h["feedback"])
-        result = AttackResult(
-            attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
-            original=sample.response, adversarial=best["text"] if len(history) > 1 else None,
-            expected="high" if self.direction == "R+" else "low",
+        result = self.row(
+            sample, adversarial=best["text"] if len(history) > 1 else None,
             # no usable candidate is a failed attack (attacked, not fooled), not a skip
             note="" if len(history) > 1 else "the generator produced no usable candidate",
             victim_before=v0, victim_after=best["victim"] if len(history) > 1 else None,

@@ -31,7 +31,7 @@ import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.aspects import ASPECTS, TARGET, expected_affected, human_affected
-from robusteval.attacks.base import Perturbation
+from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.registry import register_attack
 from robusteval.langid import UNSPACED, main_script
 from robusteval.llm.backends import LazyBackend
@@ -236,7 +236,7 @@ class RepetitionRule(_Aspect):
 
     name: ClassVar[str] = "aspect-repetition-rule"
     perturbation: ClassVar[str] = "repetition"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     POS: ClassVar[dict[str, str]] = {"VERB": "v", "ADJ": "a", "ADV": "r"}
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
@@ -265,7 +265,7 @@ class ImproperConnectiveRule(_Aspect):
 
     name: ClassVar[str] = "aspect-improper-connective-rule"
     perturbation: ClassVar[str] = "improper-connective"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         sents = _sentences(sample)
@@ -302,7 +302,7 @@ class IncorrectVerbFormRule(_Aspect):
 
     name: ClassVar[str] = "aspect-incorrect-verb-form-rule"
     perturbation: ClassVar[str] = "incorrect-verb-form"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         from lemminflect import getAllInflections
@@ -329,7 +329,7 @@ class HypernymRule(_Aspect):
 
     name: ClassVar[str] = "aspect-hypernym-rule"
     perturbation: ClassVar[str] = "hypernym"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         wn = _wordnet()
@@ -362,7 +362,7 @@ class DifferentEntityRule(_Aspect):
 
     name: ClassVar[str] = "aspect-different-entity-rule"
     perturbation: ClassVar[str] = "different-entity"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         lists: dict[str, list[str]] = SPEC["entities"]
@@ -394,7 +394,7 @@ class NegationRule(_Aspect):
 
     name: ClassVar[str] = "aspect-negation-rule"
     perturbation: ClassVar[str] = "negation"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
         text = sample.response

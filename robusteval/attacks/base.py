@@ -117,6 +117,9 @@ AttackResult = ResultRow  # the name attacks construct their results with
 # read as another language (a restaurant name, "Mangia tutti ristorante , is moderate ."), against
 # 20 at 1.0; of the first 400 xDial replies, 5 French, 5 German and 3 Spanish are read as English.
 LANGUAGE_MARGIN = 1.3
+# what an attack built on English resources declares as its languages (an English spaCy parser,
+# WordNet, English word lists, TextAttack's English candidates)
+ENGLISH: tuple[str, ...] = ("en",)
 
 
 class Attack(ABC):
@@ -183,11 +186,17 @@ class Attack(ABC):
         return (f"{self.name} works on {'/'.join(self.languages)} text only (it is built on English "
                 f"resources); this text is {lang}")
 
+    def row(self, sample: Sample, **fields: Any) -> AttackResult:
+        """A new result row of this attack on ``sample`` (its identity filled in; ``fields``
+        set the rest, ``adversarial`` None unless given)."""
+        fields.setdefault("adversarial", None)
+        return AttackResult(attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
+                            original=sample.response, expected="high" if self.direction == "R+" else "low",
+                            **fields)
+
     def skipped(self, sample: Sample, reason: str) -> AttackResult:
         """This attack's row for ``sample`` marked skipped with ``reason``."""
-        return AttackResult(attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
-                            original=sample.response, adversarial=None,
-                            expected="high" if self.direction == "R+" else "low").skip(reason)
+        return self.row(sample).skip(reason)
 
     def rng(self, sample: Sample) -> random.Random:
         """A generator seeded by (attack seed, attack name, sample id): reproducible per sample."""
@@ -236,12 +245,8 @@ class Perturbation(Attack):
         start = time.perf_counter()
         adv = self.perturb(sample, self.rng(sample))
         applicable = adv is not None and adv.strip() != "" and adv != sample.response
-        result = AttackResult(
-            attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
-            original=sample.response, adversarial=adv if applicable else None,
-            expected="high" if self.direction == "R+" else "low",
-            outcome="attacked" if applicable else "skipped",
-            note="" if applicable else "perturbation does not change this sample",
-        )
+        result = self.row(sample, adversarial=adv if applicable else None,
+                          outcome="attacked" if applicable else "skipped",
+                          note="" if applicable else "perturbation does not change this sample")
         result.wall_time = time.perf_counter() - start
         return result

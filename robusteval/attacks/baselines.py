@@ -22,7 +22,7 @@ import random
 import re
 from typing import Any, ClassVar
 
-from robusteval.attacks.base import Perturbation
+from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.dialogue_rules import JumbledWords
 from robusteval.attacks.registry import register_attack
 from robusteval.nlp import load_spacy, negate_first_clause
@@ -55,7 +55,7 @@ class Synonym(_Baseline):
     synonym as an adjective in the rewritten sentence. Not applicable without such an adjective."""
 
     name: ClassVar[str] = "adveval-synonym"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -103,7 +103,7 @@ class Extension(_Baseline):
     to a text without a contraction."""
 
     name: ClassVar[str] = "adveval-extension"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -121,7 +121,7 @@ class Contraction(_Baseline):
     (that is the extension baseline); a text with nothing to contract is not applicable."""
 
     name: ClassVar[str] = "adveval-contraction"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R+"
     keeps: ClassVar[tuple[str, ...]] = ("Overall_quality",)
 
@@ -148,7 +148,7 @@ class NegatePrevious(_Baseline):
     """R-: answer with the previous utterance, its main verb negated (a contradiction)."""
 
     name: ClassVar[str] = "adveval-negate-previous"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Coherence", "Non-contradiction")
     tasks: ClassVar[tuple[str, ...]] = ("dialogue",)
@@ -167,7 +167,7 @@ class QuestionToAssertion(_Baseline):
     """R-: turn a question into a statement (yes/no questions get subject-aux order back)."""
 
     name: ClassVar[str] = "adveval-question-to-assertion"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
     tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
@@ -203,7 +203,7 @@ class ChangeQuestionWord(_Baseline):
     """R-: replace the question word by another one (the answer no longer fits)."""
 
     name: ClassVar[str] = "adveval-change-question-word"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Overall_quality",)
     tasks: ClassVar[tuple[str, ...]] = ("question_generation", "dialogue")
@@ -222,7 +222,7 @@ class ChangeName(_Baseline):
     """R-: replace a person's name by another (from the context if it names someone else)."""
 
     name: ClassVar[str] = "adveval-change-name"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     direction: ClassVar[str] = "R-"
     targets: ClassVar[tuple[str, ...]] = ("Non-contradiction",)
 

@@ -14,7 +14,7 @@ import random
 import re
 from typing import Any, ClassVar
 
-from robusteval.attacks.base import Perturbation
+from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.registry import register_attack
 from robusteval.llm.backends import LazyBackend
 from robusteval.nlp import LABELS, swap_mention
@@ -24,7 +24,7 @@ SOURCE = "Liu et al. (KdConv-ADV / DSTC7-ADV closed-ended adversarial references
 
 
 class _FactSwap(Perturbation):
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     family: ClassVar[str] = "closed-ended"
     source: ClassVar[str] = SOURCE
     direction: ClassVar[str] = "R-"
@@ -140,7 +140,7 @@ def dstc7_count(text: str, rng: random.Random) -> str | None:
 
 
 class _DSTC7(Perturbation):
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     family: ClassVar[str] = "closed-ended"
     source: ClassVar[str] = DSTC7_SOURCE
     direction: ClassVar[str] = "R-"
@@ -186,7 +186,7 @@ class KdConvADV(Perturbation):
     robusteval's row is the lowest-BLEU one and ``meta["kept"]`` lists the three."""
 
     name: ClassVar[str] = "kdconv-adv"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     family: ClassVar[str] = "closed-ended"
     source: ClassVar[str] = KDCONV_SOURCE
     direction: ClassVar[str] = "R-"

@@ -17,7 +17,7 @@ import random
 import unicodedata
 from typing import Any, ClassVar
 
-from robusteval.attacks.base import Perturbation
+from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.registry import register_attack
 from robusteval.paths import resource
 from robusteval.types import Sample
@@ -91,7 +91,7 @@ class NoStopwords(_DialogueRule):
     """Remove stop words (spaCy's English list)."""
 
     name: ClassVar[str] = "no-stopwords"
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
@@ -102,7 +102,7 @@ class NoStopwords(_DialogueRule):
 
 
 class _POSFilter(_DialogueRule):
-    languages: ClassVar[tuple[str, ...]] = ("en",)  # English spaCy / WordNet / word lists
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
     keep_pos: ClassVar[frozenset[str]] = frozenset()
     targets: ClassVar[tuple[str, ...]] = ("fluency", "grammaticality", "naturalness")
 

@@ -86,12 +86,6 @@ def vocabulary(texts: Sequence[str], size: int, rng: random.Random, extra: Seque
     return list(dict.fromkeys([*picked, *extra]))
 
 
-def _row(attack: Attack, sample: Sample, **meta: Any) -> AttackResult:
-    return AttackResult(attack=attack.name, family=attack.family, sample_id=sample.id,
-                        direction=attack.direction, original=sample.response, adversarial=None,
-                        expected="low", meta=dict(meta))
-
-
 @register_attack
 class MasterKeys(Attack):
     """Content-free master keys (":", "Thought process:", "解", ...) as the whole response."""
@@ -115,7 +109,7 @@ class MasterKeys(Attack):
 
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         t0 = time.perf_counter()
-        result = _row(self, sample)
+        result = self.row(sample)
         pairs = self.texts(sample, self.rng(sample))
         if not pairs:
             return result.skip("no other response to put the keys in front of")
@@ -303,7 +297,7 @@ class InjectionSearch(OtherResponses, Attack):
         t0 = time.perf_counter()
         rng = self.rng(sample)
         start = self.other_response(sample, rng)
-        result = _row(self, sample, start_text=start)
+        result = self.row(sample, meta={"start_text": start})
         if start is None:
             return result.skip("no starting text (empty pool)")
         budget = budget or self.default_budget

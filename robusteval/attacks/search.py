@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robusteval.attacks.base import Attack, AttackResult, OtherResponses
+from robusteval.attacks.base import ENGLISH, Attack, AttackResult, OtherResponses
 from robusteval.attacks.constraints import USE_THRESHOLD, SamePOS, SentenceSimilarity
 from robusteval.attacks.registry import register_attack
 from robusteval.types import Sample
@@ -209,7 +209,7 @@ class _WordSearch(OtherResponses, Attack):
     family: ClassVar[str] = "word-search"
     needs_victim: ClassVar[bool] = True
     # WordNet, counter-fitted English vectors, an English masked LM, English POS tags
-    languages: ClassVar[tuple[str, ...]] = ("en",)
+    languages: ClassVar[tuple[str, ...]] = ENGLISH
 
     def __init__(self, budget: int = 300, delta: float | None = None, threshold: float | None = None,
                  max_ratio: float = 0.3, seed: int = 0, trace: bool = False, gold: Any = None,
@@ -275,10 +275,7 @@ class _WordSearch(OtherResponses, Attack):
         budget = budget or self.default_budget
         rng = self.rng(sample)
         start = self.start_text(sample, rng)
-        result = AttackResult(attack=self.name, family=self.family, sample_id=sample.id,
-                              direction=self.direction, original=sample.response,
-                              adversarial=None, expected="high" if self.direction == "R+" else "low",
-                              meta={"start_text": start})
+        result = self.row(sample, meta={"start_text": start})
         if not start:
             return result.skip("no starting text (empty pool)")
         calls0 = victim.model_calls

@@ -40,11 +40,9 @@ class ReplayAttack(Attack):
         row = self.rows.get(sample.id)
         applicable = bool(row and row.get("outcome") in COUNTED_OUTCOMES and row.get("adversarial") is not None)
         meta = {k: v for k, v in (row.get("meta") or {}).items() if k not in RUN_META} if row else {}
-        result = AttackResult(
-            attack=self.name, family=self.family, sample_id=sample.id, direction=self.direction,
-            original=sample.response, adversarial=row["adversarial"] if applicable and row else None,
-            expected="high" if self.direction == "R+" else "low", outcome="attacked" if applicable else "skipped",
-            note="" if applicable else "no recorded adversarial text for this sample", meta=meta)
+        result = self.row(sample, adversarial=row["adversarial"] if applicable and row else None,
+                          outcome="attacked" if applicable else "skipped",
+                          note="" if applicable else "no recorded adversarial text for this sample", meta=meta)
         result.wall_time = time.perf_counter() - start
         return result
 
