@@ -191,3 +191,29 @@ def misspell_codepoints(word: str, rng: random.Random) -> str:
     if kind in ("drop", "swap"):
         return word[:j + 1] + word[j + 2:] if len(word) > 3 else word[:j] + word[j] * 2 + word[j + 1:]
     return word[:j] + word[j] * 2 + word[j + 1:]
+
+
+def test_word_order_rules_move_characters_in_unspaced_text_and_keep_punctuation() -> None:
+    zh = sample("zh", TEXTS["zh"])  # 20 Han characters in two clauses, no spaces
+    chars = [c for c in TEXTS["zh"] if c not in "。"]
+    reversed_ = attacks.load("reversed-words").run(zh).adversarial
+    assert reversed_ == "吧饭吃起一们我后然生先。王见京北去要天明我。"  # full stops stay where they were
+    jumbled = attacks.load("jumbled-words", seed=1).run(zh).adversarial
+    assert sorted(c for c in jumbled if c != "。") == sorted(chars) and jumbled != TEXTS["zh"]
+    assert [i for i, c in enumerate(jumbled) if c == "。"] == [i for i, c in enumerate(TEXTS["zh"]) if c == "。"]
+    repeated = attacks.load("repeat-words", seed=2).run(zh).adversarial
+    assert len(repeated) == len(TEXTS["zh"]) + 4  # ceil(0.2 * 20) characters doubled, not the whole reply
+    assert repeated.replace("。", "") != TEXTS["zh"].replace("。", "") * 2
+
+
+@pytest.mark.parametrize("lang", ["ar", "hi", "ru", "fr"])
+def test_word_order_rules_cut_spaced_scripts_at_spaces(lang: str) -> None:
+    text = TEXTS[lang]
+    assert attacks.load("reversed-words").run(sample(lang, text)).adversarial == " ".join(text.split()[::-1])
+    repeated = attacks.load("repeat-words").run(sample(lang, text)).adversarial.split()
+    assert len(repeated) == len(text.split()) + -(-len(text.split()) // 5)
+
+
+def test_segmented_chinese_keeps_its_words() -> None:
+    seg = Sample(id="seg", task="dialogue", response="电影 很 好看 。", context=("电影 怎么样 ？",))
+    assert attacks.load("reversed-words").run(seg).adversarial == "。 好看 很 电影"

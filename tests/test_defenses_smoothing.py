@@ -15,9 +15,10 @@ from scipy import stats
 from robusteval import Sample, detectors, metrics
 from robusteval.defenses import certified_fraction, smooth
 from robusteval.defenses.certificate import bounds, delta, lower_order_bound, median_band, upper_order_bound
-from robusteval.defenses.perturbations import Mask, Synonym, changed_units, load, substitution_set, units_of
+from robusteval.defenses.perturbations import Mask, Synonym, load, substitution_set
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
+from robusteval.units import changed_units, units_of
 
 TEXTS = {
     "english": "The movie was really good and the actors in that film were a great pick for the car chase",

@@ -7,6 +7,13 @@ detail open, the authors' released benchmark generator settles it: "repeat words
 All are ``R-``: a sound metric should score the result below the human response; the paper
 counts an attack successful when the metric scores the adversarial response at least as high
 as the original (robusteval's beats-reference criterion).
+
+The paper's responses are English, where a word is what spaces separate. In a response written
+mostly in a script without spaces (Chinese, Japanese, Thai...) the word-order rules (jumbled,
+reversed, repeated words) move single characters instead (:mod:`robusteval.units`), keeping
+punctuation in place; whitespace-split text there is one "word" per clause, so the rules would
+otherwise repeat or move whole clauses. Text already segmented by spaces ("电影 很 好看"), English
+and other spaced text are cut at spaces, exactly as the paper's generator cuts them.
 """
 
 from __future__ import annotations
@@ -15,12 +22,15 @@ import json
 import math
 import random
 import unicodedata
+from itertools import pairwise
 from typing import Any, ClassVar
 
 from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.registry import register_attack
+from robusteval.langid import UNSPACED, main_script, script
 from robusteval.paths import resource
 from robusteval.types import Sample
+from robusteval.units import Units, units_of
 
 SOURCE = ("Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2 "
           "(Vasselli, Nohejl & Watanabe, COLING 2025)")
@@ -29,6 +39,34 @@ RULES = json.loads(resource("attacks/dialogue_rules.json").read_text(encoding="u
 
 def words(text: str) -> list[str]:
     return text.split()
+
+
+def _unsegmented(text: str) -> bool:
+    """Written mostly in a script without spaces, and not already cut into words by spaces
+    (segmented Chinese, "电影 很 好看", keeps its words)."""
+    if main_script(text) not in UNSPACED:
+        return False
+    return not any(script(a[-1]) in UNSPACED and script(b[0]) in UNSPACED for a, b in pairwise(text.split()))
+
+
+class _Order:
+    """The response's words in order and how to write a new sequence of them back: spaces in
+    spaced text (the paper's cut), the original separators in unspaced text (see the module
+    docstring)."""
+
+    def __init__(self, text: str) -> None:
+        self.units: Units | None = units_of(text) if _unsegmented(text) else None
+        self.words = list(self.units.units) if self.units is not None else words(text)
+
+    def write(self, order: list[str]) -> str:
+        return self.units.join(order) if self.units is not None else " ".join(order)
+
+    def write_doubled(self, chosen: set[int]) -> str:
+        """The words with each position in ``chosen`` written twice, in place."""
+        if self.units is None:
+            return " ".join(x for i, w in enumerate(self.words) for x in ([w, w] if i in chosen else [w]))
+        seps = self.units.seps
+        return seps[0] + "".join((w * 2 if i in chosen else w) + seps[i + 1] for i, w in enumerate(self.words))
 
 
 class _DialogueRule(Perturbation):
@@ -139,15 +177,16 @@ class JumbledWords(_DialogueRule):
     targets: ClassVar[tuple[str, ...]] = ("fluency", "coherence", "grammaticality")
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        w = words(sample.response)
+        cut = _Order(sample.response)
+        w = cut.words
         if len(set(w)) < 2:
             return None
         for _ in range(10):
             shuffled = w[:]
             rng.shuffle(shuffled)
             if shuffled != w:
-                return " ".join(shuffled)
-        return " ".join(reversed(w))
+                return cut.write(shuffled)
+        return cut.write(w[::-1])
 
 
 @register_attack
@@ -158,7 +197,8 @@ class ReversedWords(_DialogueRule):
     targets: ClassVar[tuple[str, ...]] = ("fluency", "coherence", "grammaticality")
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        return " ".join(reversed(words(sample.response)))
+        cut = _Order(sample.response)
+        return cut.write(cut.words[::-1])
 
 
 @register_attack
@@ -175,12 +215,10 @@ class RepeatWords(_DialogueRule):
         self.p = p
 
     def perturb(self, sample: Sample, rng: random.Random) -> str | None:
-        w = words(sample.response)
-        chosen = set(rng.sample(range(len(w)), math.ceil(len(w) * self.p))) if w else set()
-        out: list[str] = []
-        for i, word in enumerate(w):
-            out.extend([word, word] if i in chosen else [word])
-        return " ".join(out)
+        cut = _Order(sample.response)
+        n = len(cut.words)
+        chosen = set(rng.sample(range(n), math.ceil(n * self.p))) if n else set()
+        return cut.write_doubled(chosen)
 
 
 @register_attack

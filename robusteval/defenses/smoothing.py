@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 
 from robusteval.defenses import certificate
-from robusteval.defenses.perturbations import Perturbation, load, units_of
+from robusteval.defenses.perturbations import Perturbation, load
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric, score_or_refuse
 from robusteval.text import check_sample_text, is_blank
 from robusteval.types import Sample
+from robusteval.units import units_of
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class SmoothedMetric(Metric):
     def certify(self, samples: Sequence[Sample], radius: int = 1, observed: bool = True) -> list[Certificate]:
         """Per sample, bounds for every response within ``radius`` changed units (of the kind
         ``self.perturbation.certifies``; same units and separators, see
-        :func:`~robusteval.defenses.perturbations.changed_units`). ``observed``: they contain the
+        :func:`~robusteval.units.changed_units`). ``observed``: they contain the
         observed smoothed score of any such response chosen independently of the seed with
         probability >= 1 - alpha; ``observed=False``: the population median of all of them at
         once. Raises for a perturbation without a certificate."""
