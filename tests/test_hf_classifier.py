@@ -84,7 +84,7 @@ def test_two_labels_score_the_named_positive_label_probability(tmp_path) -> None
     assert np.array_equal(m.score(samples), got) and not m.model.training  # eval mode: deterministic
     bad = metrics.load("hf-classifier", checkpoint=str(folder), positive_label="BAD")  # by name, any case
     np.testing.assert_allclose(bad.score(samples), 100 - want, atol=1e-4)
-    assert f"checkpoint={folder}" in m.signature() and "sha256=" in m.signature() and "p(good)" in m.signature()
+    assert "checkpoint=local:sha256=" in m.signature() and str(folder) not in m.signature() and "p(good)" in m.signature()
 
 
 def test_three_labels_nli_pairs_response_reference(tmp_path) -> None:

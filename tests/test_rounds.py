@@ -404,6 +404,17 @@ def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
     with pytest.raises(FileExistsError, match="--resume"):
         fit(tmp_path / "a", "cross-encoder", model, dargs, 1)
     assert fit(tmp_path / "a", "cross-encoder", model, dargs, 1, resume=True) == fitted
+    # a moved run folder resumes: the export is read where it is now, and the victim it makes
+    # has the same fingerprint (named by its weights, not its path)
+    from robusteval.training.rounds import load_victim
+
+    before = load_victim("cross-encoder", fitted.export, model).reproducibility()
+    (tmp_path / "a").rename(tmp_path / "moved")
+    moved = fit(tmp_path / "moved", "cross-encoder", model, dargs, 1, resume=True)
+    assert moved.export == str(tmp_path / "moved" / "export") and moved.val == fitted.val
+    assert load_victim("cross-encoder", moved.export, model).reproducibility() == before
+    assert str(tmp_path) not in before
+    (tmp_path / "moved").rename(tmp_path / "a")
     again = measure(tmp_path / "m", "cross-encoder", fitted.export, model, dargs)
     assert again.export == fitted.export and again.epochs == 0
     assert again.val["val_spearman"] == pytest.approx(fitted.val["val_spearman"], abs=1e-5)

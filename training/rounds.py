@@ -30,7 +30,7 @@ import importlib
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,9 @@ def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str
         if not resume:
             raise FileExistsError(f"{folder} holds a trained model: pass --resume to reuse it, or choose "
                                   "another --out-dir")
-        return Fitted(**json.loads(done.read_text(encoding="utf-8")))
+        # the export is this folder's own: read it from where the folder is now (a run folder
+        # that was moved or copied resumes; the victim fingerprint names the weights, not the path)
+        return replace(Fitted(**json.loads(done.read_text(encoding="utf-8"))), export=str(folder / "export"))
     if folder.exists():
         shutil.rmtree(folder)
     import lightning.pytorch as pl

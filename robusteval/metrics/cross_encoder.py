@@ -48,6 +48,7 @@ import numpy as np
 
 from robusteval.errors import MissingResourceError, RobustevalError
 from robusteval.metrics.base import Metric
+from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import minilm_dir, mpnet_dir
 from robusteval.types import Sample
@@ -431,7 +432,10 @@ class _CrossEncoderMetric(Metric):
         return 100.0 * out
 
     def signature(self) -> str:
-        return f"checkpoint={self.checkpoint}|{json.dumps(asdict(self.config), sort_keys=True)}"
+        # models by what they are, not where they lie (robusteval.metrics.identity)
+        known = {hub: local for hub in LOCAL_COPIES if (local := _local_copy(hub)) is not None}
+        cfg = {**asdict(self.config), "base_model": model_identity(self.config.base_model, known)}
+        return f"checkpoint={model_identity(self.checkpoint, known)}|{json.dumps(cfg, sort_keys=True)}"
 
 
 @register_metric("poe", family="learned", source="Zhang et al. 2023 (PoE); AdvEval conventions, Chen et al. 2024")

@@ -39,7 +39,6 @@ scoring with a random head; a robusteval cross-encoder export is pointed to ``cr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -50,13 +49,13 @@ import numpy as np
 
 from robusteval.errors import InputError, RobustevalError
 from robusteval.metrics.base import Metric, resolve_device
+from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.text import is_blank
 from robusteval.types import Sample
 
 FIELDS = ("response", "source", "last_turn", "reference")
 TRUNCATIONS = ("longest_first", "only_first", "only_second")
-_HASH_LIMIT = 256 * 2**20  # hash weight files up to this size for the signature
 
 
 def parse_inputs(inputs: str) -> tuple[str, ...]:
@@ -77,23 +76,6 @@ def _field_texts(sample: Sample, field: str) -> tuple[str, ...]:
     if field == "last_turn":
         return (sample.context[-1],) if sample.context and not is_blank(sample.context[-1]) else ()
     return tuple(r for r in sample.all_references() if not is_blank(r))
-
-
-def weights_digest(folder: Path) -> str:
-    """sha256 (16 hex) of a local checkpoint's weight files when they are small enough to hash
-    cheaply, else their total size; "" when none is found."""
-    files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
-    if not files:
-        return ""
-    size = sum(f.stat().st_size for f in files)
-    if size > _HASH_LIMIT:
-        return f"bytes={size}"
-    h = hashlib.sha256()
-    for f in files:
-        with f.open("rb") as fh:
-            for block in iter(lambda fh=fh: fh.read(2**20), b""):
-                h.update(block)
-    return f"sha256={h.hexdigest()[:16]}"
 
 
 @register_metric("hf-classifier", family="learned",
@@ -158,7 +140,8 @@ class HFClassifier(Metric):
         self.max_length = int(max_length or default)
         self.truncation = truncation
         self.checkpoint, self.revision = checkpoint, revision
-        self.commit = getattr(cfg, "_commit_hash", None) or (weights_digest(folder) if folder.is_dir() else "")
+        # a hub snapshot's commit; a local folder is named by its weights (model_identity)
+        self.commit = "" if folder.is_dir() else getattr(cfg, "_commit_hash", None) or ""
         self.model_calls = 0
 
     def _positive(self, positive_label: str | int | None, checkpoint: str) -> int | None:
@@ -243,6 +226,7 @@ class HFClassifier(Metric):
         mapping = (f"scale={self.scale}" if self.scale else "sigmoid") if self.num_labels == 1 else \
             f"p({self.labels.get(self.positive_index or 0, self.positive_index)})" + \
             ("[sigmoid]" if self.multi_label else "[softmax]")
-        return "|".join([f"checkpoint={self.checkpoint}", f"revision={self.revision or self.commit or 'local'}",
+        return "|".join([f"checkpoint={model_identity(self.checkpoint)}",
+                         f"revision={self.revision or self.commit or 'local'}",
                          f"inputs={'+'.join(self.fields)}", mapping, f"max_length={self.max_length}",
                          f"truncation={self.truncation}", f"arch={json.dumps(type(self.model).__name__)}"])

@@ -27,6 +27,7 @@ import numpy as np
 
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
+from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.nlp import split_sentences
 from robusteval.paths import resource
@@ -239,7 +240,9 @@ class UniEval(Metric):
     def signature(self) -> str:
         import transformers
 
-        return (f"model={self.model_name or 'default-per-task'}|adapter={self.adapter}|dim={self.dimension}|"
+        model = model_identity(self.model_name) if self.model_name else "default-per-task"
+        adapter = model_identity(self.adapter) if self.adapter else None
+        return (f"model={model}|adapter={adapter}|dim={self.dimension}|"
                 f"max_length={self.max_length}|split=spacy-sentencizer|"
                 f"transformers={transformers.__version__}")
 

@@ -1,0 +1,58 @@
+"""Run fingerprints name a model by what it is: a local folder by its weights (moved or copied
+folders match, a model retrained in place does not), a local copy of a hub model by its hub id."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from robusteval.metrics.identity import HASH_LIMIT, model_identity, weights_digest
+
+
+def _export(folder: Path, weights: bytes) -> Path:
+    (folder / "encoder").mkdir(parents=True)
+    (folder / "adapter_model.safetensors").write_bytes(weights)
+    (folder / "encoder" / "model.safetensors").write_bytes(b"encoder")
+    (folder / "scorer.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
+def test_a_folder_is_named_by_its_weights_not_its_place(tmp_path: Path) -> None:
+    a = _export(tmp_path / "run" / "export", b"weights-1")
+    first = model_identity(str(a))
+    assert first.startswith("local:sha256=") and str(tmp_path) not in first
+    shutil.copytree(a, tmp_path / "elsewhere")
+    assert model_identity(str(tmp_path / "elsewhere")) == first  # a copy, or a moved run folder
+    (a / "adapter_model.safetensors").write_bytes(b"weights-2")  # retrained in place
+    assert model_identity(str(a)) != first
+    (a / "encoder" / "model.safetensors").write_bytes(b"encoder-2")  # weights in subfolders count
+    assert model_identity(str(a)) != model_identity(str(tmp_path / "elsewhere"))
+
+
+def test_a_rewrite_with_the_same_size_is_seen(tmp_path: Path) -> None:
+    a = _export(tmp_path / "x", b"aaaa")
+    first = weights_digest(a)
+    target = a / "adapter_model.safetensors"
+    stat = target.stat()
+    target.write_bytes(b"bbbb")
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert weights_digest(a) != first
+
+
+def test_hub_ids_known_copies_and_folders_without_weights(tmp_path: Path) -> None:
+    assert model_identity("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    copy = _export(tmp_path / "site-packages" / "model", b"w")
+    assert model_identity(str(copy), {"org/model": copy}) == "org/model"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert weights_digest(empty) == "" and model_identity(str(empty)) == str(empty.resolve())
+
+
+def test_large_weights_are_named_by_size(tmp_path: Path, monkeypatch) -> None:
+    import robusteval.metrics.identity as identity
+
+    a = _export(tmp_path / "big", b"0123456789")
+    monkeypatch.setattr(identity, "HASH_LIMIT", 5)
+    assert weights_digest(a) == f"bytes={10 + len(b'encoder')}"
+    assert HASH_LIMIT == 256 * 2**20
