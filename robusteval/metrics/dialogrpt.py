@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.metrics.base import Metric
+from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.types import Sample
 
@@ -108,4 +109,5 @@ class DialogRPT(Metric):
         return 100.0 * (ensemble(scores) if self.head == "ensemble" else scores[self.head])
 
     def signature(self) -> str:
-        return f"head={self.head}|checkpoints={sorted(self.checkpoints.items())}|max_length={self.max_length}"
+        models = sorted((h, model_identity(c)) for h, c in self.checkpoints.items())  # local folders by weights
+        return f"head={self.head}|checkpoints={models}|max_length={self.max_length}"
