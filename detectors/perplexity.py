@@ -47,7 +47,7 @@ class Perplexity(Detector):
         self.max_tokens = max_tokens
 
     def signature(self) -> str:
-        return f"model={self.lm.name},center={self.center},width={self.width},max_tokens={self.max_tokens}"
+        return f"model={self.lm.identity},center={self.center},width={self.width},max_tokens={self.max_tokens}"
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)

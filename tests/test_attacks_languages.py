@@ -217,3 +217,35 @@ def test_word_order_rules_cut_spaced_scripts_at_spaces(lang: str) -> None:
 def test_segmented_chinese_keeps_its_words() -> None:
     seg = Sample(id="seg", task="dialogue", response="电影 很 好看 。", context=("电影 怎么样 ？",))
     assert attacks.load("reversed-words").run(seg).adversarial == "。 好看 很 电影"
+
+
+@pytest.mark.parametrize("text", ["ไปไหนมา ไปตลาดมา", "我今天很开心 你呢", "今日は雨です\u3000でも楽しい",
+                                  "第一行内容\n第二行内容"])
+def test_spaces_between_clauses_do_not_make_text_segmented(text: str) -> None:
+    """A space between clauses (Thai, a Chinese space as a comma, a full-width space, a line
+    break) keeps the characters as the units: the clauses are not swapped whole."""
+    s = Sample(id="c", task="dialogue", response=text, context=("你好",))
+    out = attacks.load("reversed-words").run(s).adversarial
+    first, second = text.split()
+    assert out.split() != [second, first]
+    assert [c for c in out if c.isspace()] == [c for c in text if c.isspace()]  # the separators stay
+
+
+def test_latin_words_inside_chinese_are_units_and_doubled_with_a_space() -> None:
+    text = "我昨天用ChatGPT写了一个Python脚本"
+    s = Sample(id="m", task="dialogue", response=text, context=("你好",))
+    assert attacks.load("reversed-words").run(s).adversarial == "本脚Python个一了写ChatGPT用天昨我"
+    repeated = attacks.load("repeat-words", seed=1).run(s).adversarial
+    assert "ChatGPTChatGPT" not in repeated and "PythonPython" not in repeated
+    assert repeated.replace(" ", "") != text and len(repeated.replace(" ", "")) > len(text)
+
+
+def test_english_word_order_output_is_pinned() -> None:
+    """The outputs of the code before unspaced scripts were handled (seed 1): English is cut at
+    spaces exactly as the paper's generator cuts it."""
+    s = Sample(id="x", task="dialogue", context=("hi",),
+               response="Well , I think so . My sister's dog ran away yesterday and I cried all night long !")
+    assert attacks.load("jumbled-words", seed=1).run(s).adversarial == (
+        "I My ran and I yesterday ! away night sister's , . Well think all so dog long cried")
+    assert attacks.load("repeat-words", seed=1).run(s).adversarial == (
+        "Well , I think think so . My sister's sister's dog ran away yesterday yesterday and I I cried all night long !")

@@ -5,6 +5,7 @@ invariance-aware training, self-supervised pre-training data, the Boolean-QA mod
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -409,14 +410,15 @@ def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
     from robusteval.training.rounds import load_victim
 
     before = load_victim("cross-encoder", fitted.export, model).reproducibility()
-    (tmp_path / "a").rename(tmp_path / "moved")
+    shutil.copytree(tmp_path / "a", tmp_path / "moved")
     moved = fit(tmp_path / "moved", "cross-encoder", model, dargs, 1, resume=True)
     assert moved.export == str(tmp_path / "moved" / "export") and moved.val == fitted.val
     assert load_victim("cross-encoder", moved.export, model).reproducibility() == before
     assert str(tmp_path) not in before
-    (tmp_path / "moved").rename(tmp_path / "a")
     again = measure(tmp_path / "m", "cross-encoder", fitted.export, model, dargs)
     assert again.export == fitted.export and again.epochs == 0
+    # measured before, resumed with the export where it is now
+    assert measure(tmp_path / "m", "cross-encoder", moved.export, model, dargs, resume=True).export == moved.export
     assert again.val["val_spearman"] == pytest.approx(fitted.val["val_spearman"], abs=1e-5)
     assert again.test["test_spearman"] == pytest.approx(fitted.test["test_spearman"], abs=1e-5)
 

@@ -124,8 +124,8 @@ def measure(folder: Path, kind: str, export: str, model_args: dict[str, Any], da
             resume: bool = False, accelerator: str = "auto") -> Fitted:
     """Validation and test metrics of an already trained export (a base given by checkpoint)."""
     done = folder / "fit.json"
-    if done.is_file() and resume:
-        return Fitted(**json.loads(done.read_text(encoding="utf-8")))
+    if done.is_file() and resume:  # measured before: the export is the one given now (it may have moved)
+        return replace(Fitted(**json.loads(done.read_text(encoding="utf-8"))), export=export)
     import lightning.pytorch as pl
     from robusteval.training.data import ScoringDataModule
 

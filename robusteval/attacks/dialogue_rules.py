@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import unicodedata
-from itertools import pairwise
 from typing import Any, ClassVar
 
 from robusteval.attacks.base import ENGLISH, Perturbation
 from robusteval.attacks.registry import register_attack
-from robusteval.langid import UNSPACED, main_script, script
+from robusteval.langid import UNSPACED, main_script
 from robusteval.paths import resource
 from robusteval.types import Sample
 from robusteval.units import Units, units_of
@@ -35,6 +35,8 @@ from robusteval.units import Units, units_of
 SOURCE = ("Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2 "
           "(Vasselli, Nohejl & Watanabe, COLING 2025)")
 RULES = json.loads(resource("attacks/dialogue_rules.json").read_text(encoding="utf-8"))
+#: the longest median piece (in units) of text that spaces cut into words, not clauses
+SEGMENTED_WORD = 3
 
 
 def words(text: str) -> list[str]:
@@ -42,11 +44,17 @@ def words(text: str) -> list[str]:
 
 
 def _unsegmented(text: str) -> bool:
-    """Written mostly in a script without spaces, and not already cut into words by spaces
-    (segmented Chinese, "电影 很 好看", keeps its words)."""
-    if main_script(text) not in UNSPACED:
+    """Written mostly (by units: characters there, words elsewhere) in a script without spaces,
+    and not already cut into words by spaces. Segmented text ("电影 很 好看 。") has at least
+    three space-separated pieces of at most :data:`SEGMENTED_WORD` units as a rule (the median);
+    spaces between clauses (Thai, a Chinese space used as a comma, a line break) leave longer
+    pieces, which are cut into characters."""
+    units = units_of(text).units
+    unspaced = [main_script(u) in UNSPACED for u in units]
+    if not units or 2 * sum(unspaced) < len(units):
         return False
-    return not any(script(a[-1]) in UNSPACED and script(b[0]) in UNSPACED for a, b in pairwise(text.split()))
+    pieces = [n for n in (len(units_of(p).units) for p in text.split()) if n]
+    return len(pieces) < 3 or statistics.median(pieces) > SEGMENTED_WORD
 
 
 class _Order:
@@ -62,11 +70,16 @@ class _Order:
         return self.units.join(order) if self.units is not None else " ".join(order)
 
     def write_doubled(self, chosen: set[int]) -> str:
-        """The words with each position in ``chosen`` written twice, in place."""
+        """The words with each position in ``chosen`` written twice, in place (a Latin word or a
+        number inside unspaced text twice with a space between: "Python Python", not "PythonPython")."""
         if self.units is None:
             return " ".join(x for i, w in enumerate(self.words) for x in ([w, w] if i in chosen else [w]))
         seps = self.units.seps
-        return seps[0] + "".join((w * 2 if i in chosen else w) + seps[i + 1] for i, w in enumerate(self.words))
+
+        def doubled(w: str) -> str:
+            return w + w if main_script(w) in UNSPACED else f"{w} {w}"
+
+        return seps[0] + "".join((doubled(w) if i in chosen else w) + seps[i + 1] for i, w in enumerate(self.words))
 
 
 class _DialogueRule(Perturbation):

@@ -15,6 +15,7 @@ from robusteval.attacks.base import Attack, ResultRow
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.victim import CachedVictim
 from robusteval.errors import DataFormatError
+from robusteval.metrics.identity import model_identity
 from robusteval.results import (
     JsonlLog,
     counter_delta,
@@ -96,7 +97,10 @@ def attack_identity(attack: Attack) -> dict[str, Any]:
             return {str(k): plain(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
         if isinstance(v, list | tuple):
             return [plain(x) for x in v]
-        if v is None or isinstance(v, str | int | float | bool):
+        if isinstance(v, str):  # a local model (a classifier, an MLM, embeddings) by its weights, not its path
+            named = model_identity(v)
+            return named if named.startswith("local:") else v
+        if v is None or isinstance(v, int | float | bool):
             return v
         return metric_identity(v)
 

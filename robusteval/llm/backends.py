@@ -32,7 +32,8 @@ import numpy as np
 from robusteval.errors import MissingResourceError, RobustevalError
 from robusteval.llm.openai_compat import OpenAICompatible
 from robusteval.llm.stats import CallStats
-from robusteval.paths import smollm2_dir
+from robusteval.metrics.identity import model_identity
+from robusteval.paths import SMOLLM2_GGUF, smollm2_dir
 
 __all__ = ["LLMBackend", "LocalCausalLM", "OpenAICompatible", "load_backend", "resolve_backend"]
 
@@ -49,6 +50,12 @@ class LLMBackend(Protocol):
                  max_new_tokens: int = 32, seed: int = 0) -> list[list[str]]: ...
 
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str]) -> np.ndarray: ...
+
+
+def backend_identity(backend: Any) -> str:
+    """What a run fingerprint records for an LLM backend: a local model's weights
+    (:attr:`LocalCausalLM.identity`), else its name (an endpoint and model id, a test double)."""
+    return str(getattr(backend, "identity", None) or backend.name)
 
 
 class LocalCausalLM:
@@ -78,6 +85,9 @@ class LocalCausalLM:
             path = str(convert_smollm2())
         self.name = f"local:{Path(path).name if Path(path).exists() else path}"
         self.path = path
+        # what run fingerprints record: the weights, not the folder (robusteval.metrics.identity);
+        # robusteval's own copy by the file it is converted from
+        self.identity = model_identity(path, {f"{SMOLLM2_GGUF}(converted)": smollm2_dir()})
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:

@@ -434,7 +434,8 @@ class _CrossEncoderMetric(Metric):
     def signature(self) -> str:
         # models by what they are, not where they lie (robusteval.metrics.identity)
         known = {hub: local for hub in LOCAL_COPIES if (local := _local_copy(hub)) is not None}
-        cfg = {**asdict(self.config), "base_model": model_identity(self.config.base_model, known)}
+        base = self.config.base_model  # a full fine-tune's "encoder" is inside the export, hashed with it
+        cfg = {**asdict(self.config), "base_model": model_identity(base, known) if Path(base).is_absolute() else base}
         return f"checkpoint={model_identity(self.checkpoint, known)}|{json.dumps(cfg, sort_keys=True)}"
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from robusteval.errors import InputError
 from robusteval.llm import isolation
-from robusteval.llm.backends import LLMBackend, load_backend, resolve_backend
+from robusteval.llm.backends import LLMBackend, backend_identity, load_backend, resolve_backend
 from robusteval.llm.isolation import Spans
 from robusteval.llm.stats import backend_report, call_with
 from robusteval.metrics.base import Metric
@@ -377,7 +377,7 @@ class LLMJudge(JudgeBase):
         return 100.0 * (raw - self.low) / (self.high - self.low)
 
     def signature(self) -> str:
-        return (f"backend={self.backend.name}|template={self.template_name}|aspect={self.aspect}|"
+        return (f"backend={backend_identity(self.backend)}|template={self.template_name}|aspect={self.aspect}|"
                 f"mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
                 f"fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError
-from robusteval.llm.backends import LLMBackend
+from robusteval.llm.backends import LLMBackend, backend_identity
 from robusteval.llm.isolation import Spans
 from robusteval.metrics.base import PairMetric
 from robusteval.metrics.llm_judge import (
@@ -272,7 +272,8 @@ class PairwiseJudge(JudgeBase, PairMetric):
         base = self.against
         if self.baseline is not None:
             base = "text:" + hashlib.sha256(self.baseline.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        return (f"backend={self.backend.name}|template={self.template_name}|baseline={base}|order={self.order}|"
+        return (f"backend={backend_identity(self.backend)}|template={self.template_name}|baseline={base}|"
+                f"order={self.order}|"
                 f"mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")
                 + self._isolation_signature())
