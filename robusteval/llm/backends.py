@@ -227,7 +227,10 @@ class LocalCausalLM:
         start = self.tokenizer.eos_token_id if start is None else start
         out = np.zeros(len(texts))
         for idx in self._batches(texts):
-            seqs = [[start, *self.tokenizer.encode(texts[i], add_special_tokens=False)[:max_tokens]] for i in idx]
+            # tokenized whole, then cut (verbose=False: no "longer than the maximum ... indexing
+            # errors" warning for a text that is never fed whole)
+            seqs = [[start, *self.tokenizer.encode(texts[i], add_special_tokens=False, verbose=False)[:max_tokens]]
+                    for i in idx]
             width = max(len(q) for q in seqs)
             pad = self.tokenizer.pad_token_id
             ids = torch.tensor([q + [pad] * (width - len(q)) for q in seqs], device=self.device)
