@@ -317,6 +317,8 @@ def test_perplexity_matches_a_direct_computation(tiny_lm) -> None:
     # batching and padding do not change a text's value
     both = d.detect([dlg(text), dlg("the cat")])
     assert both[0] == pytest.approx(row["suspicion"], rel=1e-5)
+    # the model enters the detector's signature by its weights, not its folder
+    assert "model=local:sha256=" in d.signature() and str(tiny_lm) not in d.signature()
 
 
 @pytest.mark.slow
