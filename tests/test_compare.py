@@ -339,6 +339,27 @@ def test_resume_reuses_everything_and_gives_the_same_report(compared) -> None:
     assert main(["compare", "--config", str(cfg_path), "--out-dir", str(out)]) == 2
 
 
+def test_a_moved_run_folder_resumes_without_retraining(compared, tmp_path) -> None:
+    """Nothing in a run folder records its own place: moved (the old place gone), it resumes,
+    its trained models are read where they are now and named by their weights."""
+    out, report, cfg_path = compared
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    hidden = out.with_name(out.name + ".hidden")
+    out.rename(hidden)
+    try:
+        fit_json = moved / "dialogue" / "tiny-evaluator" / "training" / "trained" / "round_1" / "model" / "fit.json"
+        before = fit_json.stat().st_mtime_ns
+        assert main(["compare", "--config", str(cfg_path), "--out-dir", str(moved), "--resume"]) == 0
+        assert fit_json.stat().st_mtime_ns == before  # nothing retrained
+        again = json.loads((moved / "report.json").read_text())
+        report = {**report, "provenance": {k: v for k, v in report["provenance"].items() if k != "created"}}
+        again["provenance"].pop("created")
+        assert again == report
+    finally:
+        hidden.rename(out)
+
+
 def test_resume_refuses_another_guard_policy(compared, tmp_path, capsys) -> None:
     """Observation 1: a `policy: flag` resume reported the old `floor` ASR."""
     out, _, cfg_path = compared
