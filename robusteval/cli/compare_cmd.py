@@ -27,15 +27,42 @@ def _run(cfg: CompareCommand, command: str) -> int:
     from robusteval.compare.report_md import HEADLINE, headline_rows, table
 
     assert cfg.out_dir is not None  # validated
-    comparison = cfg.comparison()
     out = Path(cfg.out_dir)
     start = time.perf_counter()
     tol = cfg.tolerance or Tolerance()
-    report = compare(comparison, out, resume=cfg.resume, tolerance=tol)
+    if cfg.seeds:
+        return _run_seeds(cfg, out, tol, command, start)
+    report = compare(cfg.comparison(), out, resume=cfg.resume, tolerance=tol)
     print()
     print("\n".join(table(HEADLINE, headline_rows(report, tol))))
     print(f"\n{command} finished in {time.perf_counter() - start:.0f} s")
     print(f"report: {out / 'report.html'}  (also {out / 'report.md'}, {out / 'report.json'})")
+    return 0
+
+
+def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, start: float) -> int:
+    """``--seeds``: one ordinary run per seed in ``out/seed-<k>``, then the seeds side by side
+    (:mod:`robusteval.compare.seeds`)."""
+    from robusteval.compare import compare
+    from robusteval.compare.seeds import across_seeds, markdown
+    from robusteval.results import provenance, write_json
+
+    assert cfg.seeds
+    if (out / "fingerprint.json").is_file():
+        raise RobustevalError(f"{out} holds a single-seed run; give --seeds runs their own --out-dir")
+    reports = {}
+    for k in cfg.seeds:
+        print(f"== seed {k}: {out / f'seed-{k}'}")
+        reports[k] = compare(cfg.comparison(seed=k), out / f"seed-{k}", resume=cfg.resume, tolerance=tol)
+    rows = across_seeds(reports)
+    write_json(out / "seeds.json", {"seeds": list(cfg.seeds), "rows": rows,
+                                    "provenance": provenance({**cfg.raw, "seeds": list(cfg.seeds)})})
+    text = markdown(rows, list(cfg.seeds))
+    (out / "seeds.md").write_text(text, encoding="utf-8")
+    print()
+    print(text)
+    print(f"{command} finished {len(cfg.seeds)} seeds in {time.perf_counter() - start:.0f} s")
+    print(f"seeds: {out / 'seeds.md'} (also {out / 'seeds.json'}); each seed's report in {out}/seed-<k>/")
     return 0
 
 

@@ -344,11 +344,15 @@ class CompareCommand(CompareConfig, Output, Execution):
             report's verdicts (spearman_drop, flagged, invariance_rise; fractions; default
             0.02, 0.05, 0.05). Not part of the run's fingerprint: change it and re-render with
             report_only, which otherwise keeps the tolerance the run recorded
+        seeds: run the whole comparison once per seed (instead of ``seed``), each in
+            out_dir/seed-<k> (resumable on its own), and write seeds.md and seeds.json in
+            out_dir with every seed's rates side by side and their mean and range
     """
 
     report_only: bool = False
     screenshot: str | None = None
     tolerance: Tolerance | None = None
+    seeds: list[int] | None = None
 
     def validate(self) -> None:
         self.validate_out()
@@ -359,17 +363,26 @@ class CompareCommand(CompareConfig, Output, Execution):
             raise ConfigError(f"tolerance: {bad} must be fractions in [0, 1] (0.02, not 2)")
         if self.screenshot and not self.report_only:
             raise ConfigError("--screenshot goes with --report-only (it pictures a rendered report)")
+        if self.seeds is not None:
+            if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+                raise ConfigError(f"seeds: give distinct seeds, at least one (got {self.seeds})")
+            if self.report_only:
+                raise ConfigError("--seeds runs the comparison once per seed; re-render one seed's report with "
+                                  "--report-only --out-dir <out_dir>/seed-<k>")
         if self.report_only:
             if self.resume:
                 raise ConfigError("--report-only reruns nothing; drop --resume")
             return  # the run's own config is in its report.json
         super().validate()
 
-    def comparison(self) -> CompareConfig:
-        """The comparison alone (no output settings), with ``raw`` as the report records it."""
+    def comparison(self, seed: int | None = None) -> CompareConfig:
+        """The comparison alone (no output settings), with ``raw`` as the report records it;
+        ``seed`` replaces the config's seed (in ``raw`` too: it is part of the run's fingerprint)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompareConfig) if f.init}
+        if seed is not None:
+            values["seed"] = seed
         cfg = CompareConfig(**values)
-        cfg.raw = self.raw
+        cfg.raw = self.raw if seed is None else {**self.raw, "seed": seed}
         return cfg
 
 
