@@ -13,35 +13,56 @@ from robusteval.cli.main import main
 from robusteval.compare.seeds import across_seeds, markdown, relative_change
 
 
-def _entry(successes: int, n: int, rho: float, plus: tuple[int, int] = (1, 4)) -> dict:
-    def rate(k: int, m: int) -> dict:
-        return {"successes": k, "n": m, "asr": k / m, "ci": [0.0, 1.0]}
-
-    return {"available": True, "by_direction": {"R-": rate(successes, n), "R+": rate(*plus)}, "mean_spearman": rho}
+def _rate(k: int, m: int) -> dict:
+    return {"successes": k, "n": m, "asr": k / m if m else None, "ci": [0.0, 1.0] if m else None}
 
 
-def _report(plain: tuple[int, int], trained: tuple[int, int], rho: tuple[float, float], guarded: bool = True) -> dict:
-    variants = {"plain": _entry(*plain, rho[0]), "trained": _entry(*trained, rho[1])}
-    if guarded:
-        variants["guarded"] = {**_entry(*plain, rho[0]), "available": True}
-    return {"suites": {"s": {"victims": {"v": {"variants": variants}}}}}
+def _entry(minus: tuple[int, int], plus: tuple[int, int], rho: float | None) -> dict:
+    return {"available": True, "by_direction": {"R-": _rate(*minus), "R+": _rate(*plus)}, "mean_spearman": rho}
+
+
+def _report(**variants: tuple) -> dict:
+    return {"suites": {"s": {"victims": {"v": {"variants": {k: _entry(*v) for k, v in variants.items()}}}}}}
 
 
 def test_across_seeds_means_ranges_and_change_vs_plain() -> None:
-    reports = {0: _report((10, 20), (5, 20), (0.30, 0.28)), 3: _report((8, 10), (2, 10), (0.20, 0.25), guarded=False)}
+    reports = {0: _report(plain=((10, 20), (1, 4), 0.30), trained=((5, 20), (2, 4), 0.28), guarded=((9, 20), (0, 4), 0.3)),
+               3: _report(plain=((8, 10), (3, 4), 0.20), trained=((2, 10), (4, 4), 0.25))}
     rows = across_seeds(reports)
     # a variant missing from one seed is left out (no mean over fewer seeds than the header says)
-    assert [(r["variant"]) for r in rows] == ["plain", "trained"]
+    assert [r["variant"] for r in rows] == ["plain", "trained"]
     plain, trained = rows
     assert plain["across"]["R-"] == {"mean": pytest.approx((0.5 + 0.8) / 2), "min": 0.5, "max": 0.8, "seeds": 2}
+    assert trained["across"]["R+"] == {"mean": pytest.approx((0.5 + 1.0) / 2), "min": 0.5, "max": 1.0, "seeds": 2}
     assert trained["per_seed"][0]["r_minus_change_vs_plain"] == pytest.approx(-0.5)  # 25 % vs 50 %
     assert trained["per_seed"][3]["r_minus_change_vs_plain"] == pytest.approx(-0.75)  # 20 % vs 80 %
-    assert trained["across"]["r_minus_change_vs_plain"]["mean"] == pytest.approx(-0.625)
+    change = trained["across"]["r_minus_change_vs_plain"]
+    # of the means: (22.5 % - 65 %) / 65 %; the per-seed ratios give the range
+    assert change == {"of_means": pytest.approx((0.225 - 0.65) / 0.65, abs=1e-6), "min": -0.75, "max": -0.5,
+                      "seeds": 2}
     assert plain["per_seed"][0]["r_minus_change_vs_plain"] is None and plain["across"]["r_minus_change_vs_plain"] is None
     assert trained["across"]["mean_spearman"] == {"mean": pytest.approx(0.265), "min": 0.25, "max": 0.28, "seeds": 2}
     assert trained["per_seed"][3]["R-"]["successes"] == 2 and trained["per_seed"][3]["R-"]["n"] == 10
     md = markdown(rows, [0, 3])
-    assert "R- ASR % seed 3" in md and "25.0 [0.0, 100.0] (5/20)" in md and "-62.5 [-75.0, -50.0]" in md
+    assert "R- ASR % seed 3" in md and "25.0 [0.0, 100.0] (5/20)" in md
+    assert "-65.4 (per seed -75.0 to -50.0)" in md and "75.0 [50.0, 100.0]" in md  # trained's R+ mean [min, max]
+    assert "0.280, 0.250" in md
+
+
+def test_a_seed_without_a_value_is_counted_not_hidden() -> None:
+    """Plain at 0 % in two of three seeds: the per-seed ratio exists in one seed only, and the
+    change of the means says what all three seeds did (training made things worse on average)."""
+    reports = {0: _report(plain=((10, 20), (0, 0), 0.3), trained=((5, 20), (0, 0), None)),
+               1: _report(plain=((0, 20), (0, 0), 0.3), trained=((4, 20), (1, 2), 0.3)),
+               2: _report(plain=((0, 20), (0, 0), 0.3), trained=((4, 20), (0, 0), 0.3))}
+    trained = across_seeds(reports)[1]
+    change = trained["across"]["r_minus_change_vs_plain"]
+    assert change["seeds"] == 1 and change["min"] == change["max"] == pytest.approx(-0.5)
+    assert change["of_means"] == pytest.approx((13 / 60 - 10 / 60) / (10 / 60), abs=1e-5)  # +30 %: worse
+    assert trained["across"]["R+"]["seeds"] == 1 and trained["across"]["mean_spearman"]["seeds"] == 2
+    md = markdown(across_seeds(reports), [0, 1, 2])
+    assert "30.0 (per seed -50.0 to -50.0; 1 of 3 seeds)" in md
+    assert "50.0 [50.0, 50.0] (1 of 3 seeds)" in md and "0.300 [0.300, 0.300] (2 of 3 seeds)" in md
 
 
 def test_relative_change_is_undefined_against_zero() -> None:
@@ -60,14 +81,49 @@ def test_seeds_run_one_comparison_each_and_write_the_table(tmp_path: Path, capsy
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "run"
     assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]"]) == 0
-    for k in (0, 1):
-        report = json.loads((out / f"seed-{k}" / "report.json").read_text())
-        assert report["seed"] == k
     seeds = json.loads((out / "seeds.json").read_text())
     assert seeds["seeds"] == [0, 1] and {r["variant"] for r in seeds["rows"]} == {"plain", "guarded"}
+    assert "seed" not in seeds["provenance"]["config"]
+    for k in (0, 1):
+        report = json.loads((out / f"seed-{k}" / "report.json").read_text())
+        fingerprint = json.loads((out / f"seed-{k}" / "fingerprint.json").read_text())
+        assert report["seed"] == k and report["provenance"]["config"]["seed"] == k
+        assert fingerprint["config"]["seed"] == k and "seeds" not in fingerprint["config"]
+        for row in seeds["rows"]:  # the table holds each seed's own numbers
+            entry = report["suites"]["summary"]["victims"][row["victim"]]["variants"][row["variant"]]
+            assert row["per_seed"][str(k)]["R-"] == entry["by_direction"]["R-"]
     assert "R- ASR % seed 1" in (out / "seeds.md").read_text()
     assert "finished 2 seeds" in capsys.readouterr().out
-    # each seed resumes on its own; a second run without --resume is refused
-    assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]", "--resume"]) == 0
-    assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]"]) == 2
+    # each seed resumes on its own (under a longer list, or as a single run); without --resume
+    # nothing is overwritten; a single run does not go into a --seeds folder
+    assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1, 2]", "--resume"]) == 0
+    assert json.loads((out / "seeds.json").read_text())["seeds"] == [0, 1, 2]
+    assert main(["compare", "--config", str(path), "--out-dir", str(out / "seed-1"), "--seed", "1", "--resume"]) == 0
+    assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[3]"]) == 2
+    assert main(["compare", "--config", str(path), "--out-dir", str(out)]) == 2
     assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[1, 1]"]) == 2
+    err = capsys.readouterr().err
+    assert "earlier --seeds run" in err and "holds a --seeds run" in err and "distinct seeds" in err
+
+
+def test_a_resume_with_another_data_folder_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The data folder from $ROBUSTEVAL_DATA is part of the run's fingerprint (resolved: a
+    relative and an absolute spelling are one folder)."""
+    cfg = {"name": "d", "budget": 2, "n_boot": 10, "guard": {"detectors": ["nonalnum"], "policy": "floor",
+                                                    "calibrate": {"clean": ["quickstart-references"]}},
+           "suites": [{"name": "summary", "dataset": "quickstart-summary",
+                       "split": {"val_fraction": 0.0, "test_fraction": 0.5},
+                       "attacks": ["dot-trigger"], "victims": ["rougeL"]}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ROBUSTEVAL_DATA", "data")
+    assert main(["compare", "--config", str(path), "--out-dir", "run"]) == 0
+    monkeypatch.setenv("ROBUSTEVAL_DATA", str(tmp_path / "data"))
+    assert main(["compare", "--config", str(path), "--out-dir", "run", "--resume"]) == 0
+    monkeypatch.setenv("ROBUSTEVAL_DATA", str(tmp_path / "other"))
+    capsys.readouterr()
+    assert main(["compare", "--config", str(path), "--out-dir", "run", "--resume"]) == 2
+    assert "data_dir" in capsys.readouterr().err

@@ -32,6 +32,9 @@ def _run(cfg: CompareCommand, command: str) -> int:
     tol = cfg.tolerance or Tolerance()
     if cfg.seeds:
         return _run_seeds(cfg, out, tol, command, start)
+    if (out / "seeds.json").is_file():
+        raise RobustevalError(f"{out} holds a --seeds run (seeds.json): resume it with --seeds, or resume one seed "
+                              f"with --out-dir {out}/seed-<k> --seed <k>")
     report = compare(cfg.comparison(), out, resume=cfg.resume, tolerance=tol)
     print()
     print("\n".join(table(HEADLINE, headline_rows(report, tol))))
@@ -50,13 +53,18 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
     assert cfg.seeds
     if (out / "fingerprint.json").is_file():
         raise RobustevalError(f"{out} holds a single-seed run; give --seeds runs their own --out-dir")
+    earlier = sorted(p.name for p in out.glob("seed-*")) + (["seeds.json"] if (out / "seeds.json").is_file() else [])
+    if earlier and not cfg.resume:
+        raise FileExistsError(f"{out} holds an earlier --seeds run ({', '.join(earlier)}): pass --resume to continue "
+                              "it, or choose another --out-dir")
     reports = {}
     for k in cfg.seeds:
         print(f"== seed {k}: {out / f'seed-{k}'}")
         reports[k] = compare(cfg.comparison(seed=k), out / f"seed-{k}", resume=cfg.resume, tolerance=tol)
     rows = across_seeds(reports)
+    recorded = {k: v for k, v in cfg.raw.items() if k != "seed"}  # each seed's own is in its report
     write_json(out / "seeds.json", {"seeds": list(cfg.seeds), "rows": rows,
-                                    "provenance": provenance({**cfg.raw, "seeds": list(cfg.seeds)})})
+                                    "provenance": provenance({**recorded, "seeds": list(cfg.seeds)})})
     text = markdown(rows, list(cfg.seeds))
     (out / "seeds.md").write_text(text, encoding="utf-8")
     print()

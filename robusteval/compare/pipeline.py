@@ -27,6 +27,7 @@ rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -487,6 +488,14 @@ def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
                                          "val_contexts_attacked")}}
 
 
+def fingerprint_data_dir(given: str | None) -> str | None:
+    """The data folder a run reads, as its fingerprint records it: the one given, else
+    ``$ROBUSTEVAL_DATA``, resolved to an absolute path (so ``../shared/data`` and its absolute
+    spelling are one folder, and a resume pointed at another folder is refused)."""
+    folder = given if given is not None else os.environ.get("ROBUSTEVAL_DATA")
+    return str(Path(folder).expanduser().resolve()) if folder else None
+
+
 def check_names(cfg: CompareConfig) -> None:
     """Every dataset, metric, attack, detector and clean set the config names exists: fail in a
     second, not after an hour of calibration."""
@@ -528,7 +537,8 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=data_dir or cfg.data_dir), resume)
+    folder = fingerprint_data_dir(data_dir or cfg.data_dir)
+    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean = clean_suspicion(dets, cfg, glog, data_dir)

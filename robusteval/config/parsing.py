@@ -24,7 +24,8 @@ from robusteval.errors import RobustevalError
 # gives the same rows; robusteval.config.common.Execution)
 EXECUTION_KEYS = ("backend", "ray_address", "workers", "cpus_per_worker", "gpus_per_worker", "max_in_flight")
 # how a run is written and rendered, not what it measures: left out of its fingerprint
-OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot", "tolerance", *EXECUTION_KEYS)
+# (``seeds``: which runs to make, each with its own ``seed`` in its fingerprint)
+OUTPUT_KEYS = ("config", "out_dir", "resume", "report_only", "screenshot", "tolerance", "seeds", *EXECUTION_KEYS)
 
 
 class ConfigError(RobustevalError):
