@@ -127,3 +127,17 @@ def test_a_resume_with_another_data_folder_is_refused(tmp_path: Path, monkeypatc
     capsys.readouterr()
     assert main(["compare", "--config", str(path), "--out-dir", "run", "--resume"]) == 2
     assert "data_dir" in capsys.readouterr().err
+
+
+def test_a_model_seed_other_than_the_runs_is_refused() -> None:
+    from robusteval.compare.config import TrainSpec
+    from robusteval.compare.learned import model_seeded
+    from robusteval.errors import RobustevalError
+
+    class Cfg:
+        seed = 2
+
+    assert model_seeded(TrainSpec(model={"lr": 0.1}), Cfg())["seed"] == 2  # type: ignore[arg-type]
+    assert model_seeded(TrainSpec(model={"seed": 2}), Cfg())["seed"] == 2  # type: ignore[arg-type]
+    with pytest.raises(RobustevalError, match="top-level seed"):
+        model_seeded(TrainSpec(model={"seed": 0}), Cfg())  # type: ignore[arg-type]

@@ -48,6 +48,17 @@ def data_args(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, data_dir: 
             "data_dir": data_dir or cfg.data_dir}
 
 
+def model_seeded(train: TrainSpec, cfg: CompareConfig) -> dict[str, Any]:
+    """The model's arguments with the config's seed (the per-step dropout reseeding): the model
+    and the data module share one seed, as Lightning requires of hyperparameters both declare;
+    without it every seed but 0 stopped at the first training step."""
+    given = train.model.get("seed", cfg.seed)
+    if given != cfg.seed:
+        raise RobustevalError(f"compare config: train.model.seed ({given}) differs from the seed of the run "
+                              f"({cfg.seed}); set the top-level seed (or --seed / --seeds) only")
+    return {**train.model, "seed": cfg.seed}
+
+
 @contextlib.contextmanager
 def quiet_lightning() -> Iterator[None]:
     """Lightning's banners (accelerator lines, seed, tips) and its small-dataset warnings off
@@ -99,6 +110,7 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: 
     ``train`` and ``val`` contexts. Returns the records (exports, validation and test metrics,
     rounds) and the base as a metric (``load(export)``): the comparison's plain variant."""
     dargs = data_args(train, suite, cfg, data_dir)
+    train = replace(train, model=model_seeded(train, cfg))
     kind = train.module
     with quiet_lightning():
         if train.checkpoint:
