@@ -43,13 +43,13 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
-def _unsegmented(text: str) -> bool:
+def _unsegmented(text: str, cut: Units) -> bool:
     """Written mostly (by units: characters there, words elsewhere) in a script without spaces,
     and not already cut into words by spaces. Segmented text ("电影 很 好看 。") has at least
     three space-separated pieces of at most :data:`SEGMENTED_WORD` units as a rule (the median);
     spaces between clauses (Thai, a Chinese space used as a comma, a line break) leave longer
     pieces, which are cut into characters."""
-    units = units_of(text).units
+    units = cut.units
     unspaced = [main_script(u) in UNSPACED for u in units]
     if not units or 2 * sum(unspaced) < len(units):
         return False
@@ -63,7 +63,8 @@ class _Order:
     docstring)."""
 
     def __init__(self, text: str) -> None:
-        self.units: Units | None = units_of(text) if _unsegmented(text) else None
+        cut = units_of(text)
+        self.units: Units | None = cut if _unsegmented(text, cut) else None
         self.words = list(self.units.units) if self.units is not None else words(text)
 
     def write(self, order: list[str]) -> str:
