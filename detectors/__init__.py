@@ -108,13 +108,16 @@ def resolve(detectors: Sequence[Any], thresholds: str | os.PathLike[str] | None 
 
 
 def guard(metric: Any, detectors: Sequence[Any], policy: str = "floor", penalty: float = 0.5,
-          thresholds: str | os.PathLike[str] | None = None) -> Any:
+          thresholds: str | os.PathLike[str] | None = None, prefetch: bool | None = None) -> Any:
     """Wrap ``metric`` (a Metric, a metric name or ``module:attr``, or a plain function
     ``f(predictions, references=None, sources=None) -> list[float]``) with ``detectors``;
-    returns a Metric."""
+    returns a Metric. ``prefetch``: parse the detectors' texts in a helper process while the
+    metric scores (default: when the metric runs on a GPU or a server,
+    :meth:`Metric.leaves_cpu_idle`); it changes the time, never a number."""
     from robusteval.detectors.guarded import GuardedMetric
 
     from robusteval.metrics.function import ensure_metric
 
     m = ensure_metric(metric)
-    return GuardedMetric(m, resolve(detectors, thresholds), policy=policy, penalty=penalty, thresholds=thresholds)
+    return GuardedMetric(m, resolve(detectors, thresholds), policy=policy, penalty=penalty, thresholds=thresholds,
+                         prefetch=prefetch)

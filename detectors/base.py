@@ -124,6 +124,23 @@ class Detector(ABC):
                 self.fallbacks[str(r["fallback"])] += 1
         return rows_out
 
+    def pending(self, samples: Sequence[Sample]) -> list[Sample]:
+        """The samples :meth:`analyze` would pass to :meth:`_analyze` now: one per memo key, not
+        blank, not memoized."""
+        keys: dict[Hashable, Sample] = {}
+        for s in samples:
+            if not is_blank(s.response):
+                key = self._memo_key(s)
+                if key not in self._memo:
+                    keys.setdefault(key, s)
+        return list(keys.values())
+
+    def parse_requests(self, samples: Sequence[Sample]) -> list[tuple[str, bool]]:
+        """The texts :meth:`_analyze` parses with spaCy (:mod:`robusteval.detectors.parsing`)
+        for ``samples``, each with whether it needs named entities. A guard parses them in a
+        helper process while its metric scores (:func:`parsing.prefetched`). None by default."""
+        return []
+
     def detect(self, samples: Sequence[Sample]) -> np.ndarray:
         """Suspicion in [0, 1], one float per sample."""
         return np.array([r["suspicion"] for r in self.analyze(samples)], dtype=np.float64)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from robusteval.detectors import grammar_rules, parsing
@@ -115,11 +116,18 @@ class GEC(Detector):
             self._tool = language_tool_python.LanguageTool(self.language, remote_server=self.server)
         return self._tool
 
-    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+    def _checked(self, samples: Sequence[Sample]) -> tuple[list[str | None], list[int]]:
+        """(each sample's language, or None when every language is checked; the samples checked)."""
         from robusteval.langid import sample_language
 
         langs = [sample_language(s) for s in samples] if self.languages else [None] * len(samples)
-        checked = [i for i, lang in enumerate(langs) if not self.languages or lang in self.languages]
+        return langs, [i for i, lang in enumerate(langs) if not self.languages or lang in self.languages]
+
+    def parse_requests(self, samples: Sequence[Sample]) -> list[tuple[str, bool]]:
+        return [(samples[i].response, False) for i in self._checked(samples)[1]]
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        langs, checked = self._checked(samples)
         texts = [samples[i].response for i in checked]
         docs = dict(zip(checked, parsing.parse(texts), strict=True))
         rows: list[dict[str, Any]] = []

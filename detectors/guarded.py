@@ -38,6 +38,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from robusteval.detectors import parsing
 from robusteval.detectors.base import Detector
 from robusteval.detectors.sanitize import Sanitized, sanitize
 
@@ -74,7 +75,8 @@ class GuardedMetric(Metric):
     """``metric`` behind ``detectors`` with a policy; see the module docstring."""
 
     def __init__(self, metric: Metric, detectors: Sequence[Detector], policy: str = "floor",
-                 penalty: float = 0.5, thresholds: str | os.PathLike[str] | None = None) -> None:
+                 penalty: float = 0.5, thresholds: str | os.PathLike[str] | None = None,
+                 prefetch: bool | None = None) -> None:
         super().__init__(on_empty=metric.on_empty, empty_score=metric.empty_score)
         if policy not in POLICIES:
             raise ValueError(f"guard policy must be one of {POLICIES}, got {policy!r}")
@@ -87,6 +89,9 @@ class GuardedMetric(Metric):
         self.policy = policy
         self.penalty = penalty
         self.thresholds = str(thresholds) if thresholds else None
+        # parse the detectors' texts in a helper while the metric scores: by default where the
+        # metric leaves the CPU idle (GPU, server); it changes no number, only the time
+        self.prefetch = metric.leaves_cpu_idle() if prefetch is None else bool(prefetch)
         self.name = f"guarded-{metric.name}"  # type: ignore[misc]
         self.requires_reference = metric.requires_reference  # type: ignore[misc]
         self.tasks = metric.tasks  # type: ignore[misc]
@@ -99,7 +104,8 @@ class GuardedMetric(Metric):
 
         parts = [recipe_of(metric), *(recipe_of(d) for d in self.detectors)]
         if all(p is not None for p in parts):  # a Ray worker builds the same guard from its parts' recipes
-            remember_factory(self, partial(_rebuild_guard, parts[0], parts[1:], policy, penalty, self.thresholds))
+            remember_factory(self, partial(_rebuild_guard, parts[0], parts[1:], policy, penalty, self.thresholds,
+                                           prefetch))
 
     def __getattr__(self, item: str) -> Any:
         # the wrapped metric's settings (e.g. ``aspect`` of an LLM judge) show through
@@ -177,20 +183,25 @@ class GuardedMetric(Metric):
             cleaned = [sanitize(s.response) for s in samples]
             screened = [s.with_response(c.text) if c.changed else s for s, c in zip(samples, cleaned, strict=True)]
         blank = np.array([is_blank(s.response) for s in screened], dtype=bool)  # sanitized to nothing
+        keep = [s for s, b in zip(screened, blank, strict=True) if not b]
         susp = np.ones((len(samples), len(self.detectors)))
         thr = np.ones_like(susp)
-        if (~blank).any():
-            keep = [s for s, b in zip(screened, blank, strict=True) if not b]
+        raw = np.full(len(samples), np.nan)
+        if self.policy == "reject":  # screen first: a refused sample is not scored
+            if keep:
+                susp[~blank], thr[~blank] = self._suspicion(keep)
+            need = ~(susp >= thr).any(axis=1) & ~blank
+            if need.any():
+                raw[need] = self._metric_scores([s for s, n in zip(screened, need, strict=True) if n])
+        elif keep:  # score, then screen; with prefetch the detectors' parses run in a helper meanwhile
+            requests = [r for d in self.detectors for r in d.parse_requests(d.pending(keep))] if self.prefetch else []
+            with parsing.prefetched(requests):
+                raw[~blank] = self._metric_scores(keep)
             susp[~blank], thr[~blank] = self._suspicion(keep)
         flags = susp >= thr
         flagged_any = flags.any(axis=1)
         press = pressure(susp, thr)
         rejected = flagged_any if self.policy == "reject" else np.zeros(len(samples), dtype=bool)
-        raw = np.full(len(samples), np.nan)
-        need = ~rejected & ~blank
-        if need.any():
-            raw[need] = np.asarray(self.metric.score([s for s, n in zip(screened, need, strict=True) if n]),
-                                   dtype=float)
         if blank.any():
             raw[blank] = 0.0
             self.fallbacks["sanitized_to_empty"] += int(blank.sum())
@@ -220,6 +231,9 @@ class GuardedMetric(Metric):
                 self.flag_counts["sanitized"] += 1
             self._remember(s, row)
         return out, rejected
+
+    def _metric_scores(self, samples: list[Sample]) -> np.ndarray:
+        return np.asarray(self.metric.score(samples), dtype=float)
 
     def _remember(self, s: Sample, row: dict[str, Any]) -> None:
         self._details[(s.id, s.response)] = row
@@ -262,8 +276,8 @@ class GuardedMetric(Metric):
 
 
 def _rebuild_guard(metric: Any, detectors: Sequence[Any], policy: str, penalty: float,
-                   thresholds: str | None) -> GuardedMetric:
+                   thresholds: str | None, prefetch: bool | None = None) -> GuardedMetric:
     from robusteval.execution.base import unship
 
     return GuardedMetric(unship(metric), [unship(d) for d in detectors], policy=policy, penalty=penalty,
-                         thresholds=thresholds)
+                         thresholds=thresholds, prefetch=prefetch)

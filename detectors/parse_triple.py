@@ -25,6 +25,7 @@ well-rated English DailyDialog replies), so other tasks get suspicion 0, counted
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from robusteval.detectors import parsing
@@ -118,13 +119,22 @@ class ParseTriple(Detector):
         rows = iter(self._judge(judged))
         return [sk if sk is not None else next(rows) for sk in skipped]
 
+    def _to_parse(self, samples: list[Sample]) -> tuple[list[tuple[str, ...]], list[str]]:
+        """(each judged sample's trusted texts, the distinct trusted texts): each distinct one
+        is parsed and counted once per call (SummEval's summaries of one document share its 11
+        references, an attack's candidates share their sample's)."""
+        trusted = [self.trusted(s) for s in samples]
+        return trusted, list(dict.fromkeys(t for ts in trusted for t in ts))
+
+    def parse_requests(self, samples: Sequence[Sample]) -> list[tuple[str, bool]]:
+        judged = [s for s in samples if self.skip(s) is None]
+        _, distinct = self._to_parse(judged)
+        return [(t, False) for t in [s.response for s in judged] + distinct]
+
     def _judge(self, samples: list[Sample]) -> list[dict[str, Any]]:
         if not samples:
             return []
-        trusted = [self.trusted(s) for s in samples]
-        # each distinct trusted text is parsed and counted once per call: SummEval's summaries
-        # of one document share its 11 references, an attack's candidates share their sample's
-        distinct = list(dict.fromkeys(t for ts in trusted for t in ts))
+        trusted, distinct = self._to_parse(samples)
         docs = parsing.parse([s.response for s in samples] + distinct)
         cand_docs = docs[:len(samples)]
         counts = {t: (triples(d), lemmas(d)) for t, d in zip(distinct, docs[len(samples):], strict=True)}

@@ -18,13 +18,18 @@ process), everything is parsed here, with the same result.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import multiprocessing
 import os
 import sys
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 MAX_CHARS = 20_000  # longer texts are cut here before parsing (spaCy's cost grows with length)
 PARALLEL_FROM = 256  # texts; below this, starting a helper process costs more than it saves
@@ -70,14 +75,59 @@ def _parse_split(texts: list[str], ner: bool, batch_size: int) -> list[Any]:
         future: Future[list[bytes]] = pool.submit(_parse_to_bytes, texts[cut:], ner, batch_size)
         mine = _pipe(texts[:cut], ner, batch_size)
         vocab = _nlp().vocab
-        theirs = [Doc(vocab).from_bytes(b) for b in future.result()]
+        try:
+            theirs = [Doc(vocab).from_bytes(b) for b in future.result()]
+        except (BrokenProcessPool, OSError) as e:  # the helper died (memory...): parse its share here
+            log.warning("spaCy helper process failed (%s); parsing its %d texts here", e, len(texts) - cut)
+            theirs = _pipe(texts[cut:], ner, batch_size)
     return mine + theirs
+
+
+def _missing(texts: Iterable[str], ner: bool) -> list[str]:
+    return [t for t in dict.fromkeys(texts) if t not in _CACHE or (ner and not _CACHE[t][1])]
+
+
+def _store(fresh: dict[str, tuple[Any, bool]]) -> None:
+    _CACHE.update(fresh)
+    while len(_CACHE) > CAPACITY:
+        _CACHE.popitem(last=False)
+
+
+@contextlib.contextmanager
+def prefetched(requests: Iterable[tuple[str, bool]], batch_size: int = 64) -> Iterator[int]:
+    """Parse ``requests`` ((text, with named entities?) pairs) in a forked helper process while
+    the body runs, and put the Docs in the cache when it ends; yields how many texts the helper
+    parses. A guard scores its metric in the body, so on 2 cores the parsing fills the cycles
+    the metric leaves (BENCHMARKS §10). Fewer than :data:`PARALLEL_FROM` missing texts, or no
+    helper available: nothing happens here and the detectors parse as usual. A helper that
+    fails costs nothing but the time: its texts are parsed later, when a detector asks."""
+    wanted: dict[str, bool] = {}
+    for text, ner in requests:
+        wanted[text] = wanted.get(text, False) or ner
+    groups = {ner: _missing((t for t, n in wanted.items() if n == ner), ner) for ner in (False, True)}
+    pool = _helper() if sum(map(len, groups.values())) >= PARALLEL_FROM else None
+    if pool is None:
+        yield 0
+        return
+    from spacy.tokens import Doc
+
+    with pool:
+        futures = {ner: pool.submit(_parse_to_bytes, texts, ner, batch_size) for ner, texts in groups.items() if texts}
+        yield sum(map(len, groups.values()))
+        vocab = _nlp().vocab
+        for ner, future in futures.items():
+            try:
+                docs = [Doc(vocab).from_bytes(b) for b in future.result()]
+            except (BrokenProcessPool, OSError) as e:
+                log.warning("spaCy helper process failed (%s); its texts will be parsed when needed", e)
+                continue
+            _store({t: (d, ner) for t, d in zip(groups[ner], docs, strict=True)})
 
 
 def parse(texts: Sequence[str], batch_size: int = 64, ner: bool = False) -> list[Any]:
     """spaCy Docs for ``texts`` (cached by text, LRU), with named entities when ``ner``. A large
     batch is split with one helper process (see the module)."""
-    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE or (ner and not _CACHE[t][1])]
+    missing = _missing(texts, ner)
     fresh: dict[str, tuple[Any, bool]] = {}
     if missing:
         docs = _parse_split(missing, ner, batch_size)
@@ -89,9 +139,7 @@ def parse(texts: Sequence[str], batch_size: int = 64, ner: bool = False) -> list
         else:
             _CACHE.move_to_end(t)
             out.append(_CACHE[t][0])
-    _CACHE.update(fresh)
-    while len(_CACHE) > CAPACITY:
-        _CACHE.popitem(last=False)
+    _store(fresh)
     return out
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from robusteval.detectors import parsing
@@ -150,20 +151,25 @@ class SourceSupport(Detector):
     def source_of(s: Sample) -> str:
         return "\n".join(t for t in (*s.context, s.fact or "", *s.all_references()) if t and t.strip())
 
-    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+    def _abstain(self, s: Sample) -> dict[str, Any] | None:
+        """The row of a sample this detector does not judge (a language it does not cover, no
+        source), None for the others."""
         from robusteval.langid import sample_language
 
-        rows: list[dict[str, Any] | None] = [None] * len(samples)
-        todo: list[int] = []
-        for i, s in enumerate(samples):
-            lang = sample_language(s) if self.languages else None
-            if self.languages and lang not in self.languages:
-                rows[i] = {"suspicion": 0.0, "abstained": True, "language": lang,
-                           "fallback": f"abstained_language:{lang}"}
-            elif not self.source_of(s).strip():
-                rows[i] = {"suspicion": 0.0, "abstained": True, "fallback": "no_source"}
-            else:
-                todo.append(i)
+        lang = sample_language(s) if self.languages else None
+        if self.languages and lang not in self.languages:
+            return {"suspicion": 0.0, "abstained": True, "language": lang, "fallback": f"abstained_language:{lang}"}
+        if not self.source_of(s).strip():
+            return {"suspicion": 0.0, "abstained": True, "fallback": "no_source"}
+        return None
+
+    def parse_requests(self, samples: Sequence[Sample]) -> list[tuple[str, bool]]:
+        judged = [s for s in samples if self._abstain(s) is None]
+        return [(t, True) for t in [s.response for s in judged] + [self.source_of(s) for s in judged]]
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any] | None] = [self._abstain(s) for s in samples]
+        todo = [i for i, r in enumerate(rows) if r is None]
         if todo:
             sources = [self.source_of(samples[i]) for i in todo]
             docs = parsing.parse([samples[i].response for i in todo] + sources, ner=True)

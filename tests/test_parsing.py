@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("spacy")
 
-from robusteval.detectors import parsing  # noqa: E402
+from robusteval.detectors import parsing
 
 TEXTS = [
     "The committee approved the budget on Monday, said Anna Schmidt in Berlin.",
@@ -58,3 +58,50 @@ def test_cache_serves_repeats_without_parsing(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(parsing, "_parse_split", lambda *a, **k: pytest.fail("parsed a cached text"))
     assert parsing.parse(TEXTS[:3] + TEXTS[:1]) == [*first, first[0]]
     parsing.clear()
+
+
+def _summaries(n: int) -> list[Any]:
+    from robusteval.types import Sample
+
+    return [Sample(id=f"s{i}", task="summarization", response=f"The committee approved budget {i} on Monday.",
+                   context=(f"Document {i}. The committee met on Monday and approved budget {i} after a vote.",),
+                   reference=f"Budget {i} was approved by the committee on Monday.") for i in range(n)]
+
+
+class _Waits:
+    """A metric function; the test says its metric runs on a GPU (the CPU stays idle)."""
+
+    def __call__(self, predictions: list[str], references: Any = None, sources: Any = None) -> list[float]:
+        return [float(len(p) % 7) for p in predictions]
+
+
+def test_prefetch_parses_ahead_and_changes_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    from robusteval import detectors
+    from robusteval.metrics.function import ensure_metric
+
+    samples = _summaries(300)
+    dets = ["parse_triple", {"name": "source_support"}, {"name": "gec", "options": {"backend": "builtin"}}]
+    parsing.clear()
+    plain = detectors.guard(_Waits(), dets, policy="penalize", prefetch=False)
+    expected = plain.score(samples)
+    rows = [plain.details(s) for s in samples]
+    parsing.clear()
+    metric = ensure_metric(_Waits())
+    metric.device = "cuda:0"  # what the guard asks: does this metric leave the CPU idle?
+    ahead = detectors.guard(metric, dets, policy="penalize")
+    assert ahead.prefetch and not plain.prefetch
+    real = parsing._parse_split
+    calls: list[int] = []
+    monkeypatch.setattr(parsing, "_parse_split", lambda texts, *a: calls.append(len(texts)) or real(texts, *a))
+    assert list(ahead.score(samples)) == list(expected)
+    assert [ahead.details(s) for s in samples] == rows
+    assert calls == []  # every text the detectors parsed came from the helper
+    parsing.clear()
+
+
+def test_metric_on_cpu_gets_no_prefetch() -> None:
+    from robusteval import detectors
+    from robusteval.metrics.lexical import BLEU
+
+    assert not BLEU().leaves_cpu_idle()
+    assert not detectors.guard(BLEU(), ["nonalnum"]).prefetch

@@ -239,6 +239,15 @@ class JudgeBase(Metric):
         return np.asarray(call_with(self.backend.next_token_probs, list(prompts), list(options),
                                     optional=self._backend_options(ids)), dtype=np.float64)
 
+    def leaves_cpu_idle(self) -> bool:
+        """A judge behind an OpenAI-compatible server waits on the network; a local one on cuda
+        or mps leaves the CPU to others too."""
+        from robusteval.llm.openai_compat import OpenAICompatible
+
+        backend = self.backend
+        return isinstance(backend, OpenAICompatible) or str(getattr(backend, "device", "cpu")).split(":")[0] in (
+            "cuda", "mps")
+
     def _spans(self, content: str, labels: Sequence[str] = ()) -> Spans | None:
         """The isolation of a prompt whose plain rendering is ``content`` (None without isolation)."""
         return Spans.for_content(self.seed, content, tuple(labels)) if self.isolation else None
