@@ -467,3 +467,20 @@ def test_harden_dict_keys_are_the_harden_configs_fields(tmp_path) -> None:
     with pytest.raises(RobustevalError, match=r"unknown key\(s\) \['atack'\]; allowed: accelerator, attack"):
         harden({"atack": {}}, tmp_path / "h")
     assert not (tmp_path / "h").exists()  # refused before any folder is made
+
+
+def test_harden_has_one_seed(tmp_path) -> None:
+    """The attacks, the data splits and the model share the run's seed; seeds given in several
+    places must agree (a data.seed alone used to stop the run at Lightning's first step)."""
+    from robusteval.training.harden import harden, run_seed
+
+    from robusteval.errors import RobustevalError
+
+    assert run_seed({}, {}, {}) == 0
+    assert run_seed({"seed": 3}, {}, {}) == 3
+    assert run_seed({}, {}, {"seed": 2}) == 2 and run_seed({"seed": 2}, {"seed": 2}, {"seed": 2}) == 2
+    with pytest.raises(RobustevalError, match=r"seed = 0, data.seed = 1 differ; set the top-level seed only"):
+        run_seed({"seed": 0}, {}, {"seed": 1})
+    cfg = {"seed": 0, "data": {"seed": 1}, "attack": {"dataset": "quickstart-dialogue", "attacks": ["generic-hello"]}}
+    with pytest.raises(RobustevalError, match="differ"):
+        harden(cfg, tmp_path / "h")

@@ -54,6 +54,19 @@ def rounds_spec(cfg: dict[str, Any]) -> tuple[dict[str, Any], RoundsSpec]:
     return round_settings(dict(cfg.get("model") or {}), raw)
 
 
+def run_seed(cfg: dict[str, Any], model_args: dict[str, Any], data_args: dict[str, Any]) -> int:
+    """The run's one seed: the attacks, the data splits and the model's per-step reseeding share
+    it (Lightning refuses a module and a data module whose ``seed`` hyperparameters differ, so a
+    ``data.seed`` alone used to stop the run at its first training step). Seeds given in
+    several places must agree."""
+    given = {k: int(v) for k, v in (("seed", cfg.get("seed")), ("model.seed", model_args.get("seed")),
+                                    ("data.seed", data_args.get("seed"))) if v is not None}
+    if len(set(given.values())) > 1:
+        raise RobustevalError("harden config: " + ", ".join(f"{k} = {v}" for k, v in given.items()) + " differ; set "
+                              "the top-level seed only (the attacks, the data splits and the model share it)")
+    return next(iter(given.values()), 0)
+
+
 def harden_keys() -> set[str]:
     """The keys of a ``harden`` config dict: :class:`robusteval.config.harden.HardenConfig`'s
     fields but where the output goes (``out_dir``, ``resume``) and ``data_dir``, which
@@ -85,7 +98,9 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     data_args = dict(cfg.get("data") or {})
     if data_dir:
         data_args["data_dir"] = data_dir
-    round_model, spec = rounds_spec(cfg)
+    seed = run_seed(cfg, model_args, data_args)
+    model_args["seed"] = data_args["seed"] = seed
+    round_model, spec = rounds_spec({**cfg, "model": model_args})
     acfg = dict(cfg.get("attack") or {})
     if "dataset" not in acfg or "attacks" not in acfg:
         raise RobustevalError("harden config needs attack: {dataset, attacks}")
@@ -93,12 +108,11 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     if test_rounds not in ("chosen", "all"):
         raise RobustevalError(f"test_rounds must be 'chosen' (base and chosen model) or 'all', got {test_rounds!r}")
     accelerator = str(cfg.get("accelerator", "auto"))
-    seed = int(cfg.get("seed", 0))
     held_out = set(acfg.get("held_out") or [])
     dataset = acfg["dataset"]
     samples = select(data.load(dataset, data_args.get("data_dir")), acfg.get("select", "best-per-context"),
                      acfg.get("select_aspect"))
-    splits = split_samples(samples, dataset, {**data_args, "seed": data_args.get("seed", 0)})
+    splits = split_samples(samples, dataset, data_args)
     test_pool = splits["test"][: acfg.get("test_limit")]
     all_attacks = attacks.select(acfg["attacks"], seed, acfg.get("attack_options"))
     train_attacks = [a for a in all_attacks if a.family not in held_out]
