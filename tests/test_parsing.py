@@ -105,3 +105,13 @@ def test_metric_on_cpu_gets_no_prefetch() -> None:
 
     assert not BLEU().leaves_cpu_idle()
     assert not detectors.guard(BLEU(), ["nonalnum"]).prefetch
+
+
+def test_config_guard_block_passes_prefetch() -> None:
+    from robusteval.cli.common import load_metric
+    from robusteval.config.common import GuardConfig
+
+    on = load_metric("bleu", guard=GuardConfig(detectors=["nonalnum"], prefetch=True))
+    auto = load_metric("bleu", guard=GuardConfig(detectors=["nonalnum"]))
+    assert on.prefetch and not auto.prefetch
+    assert "prefetch" not in GuardConfig(detectors=["nonalnum"], prefetch=True).as_block()  # not in fingerprints

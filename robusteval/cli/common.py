@@ -67,7 +67,7 @@ def load_metric(name: str, options: dict[str, Any] | None = None, guard: Any = N
 
     # the guard remembers how to rebuild itself from its parts' recipes (a Ray worker builds it)
     return detectors.guard(metric, guard.detectors, policy=guard.policy, penalty=guard.penalty,
-                           thresholds=guard.thresholds)
+                           thresholds=guard.thresholds, prefetch=guard.prefetch)
 
 
 def write_outputs(out: Path, stem: str, report: dict[str, Any], markdown: str, extra: Sequence[Path] = ()) -> None:

@@ -20,12 +20,15 @@ class GuardConfig:
         policy: what a flag does to the score: flag, penalize, floor, reject or sanitize
         penalty: with policy penalize, the factor a flagged score is multiplied by
         thresholds: thresholds.json from `robusteval guard calibrate` (default: each detector's own)
+        prefetch: parse the detectors' texts in a helper process while the metric scores (default:
+            when the metric runs on a GPU or a server); changes the time, never a number
     """
 
     detectors: list[DetectorSpec] = field(default_factory=list)
     policy: Policy = "floor"
     penalty: float = 0.5
     thresholds: str | None = None
+    prefetch: bool | None = None
 
     def validate(self, where: str = "guard") -> None:
         if not self.detectors:
@@ -35,7 +38,8 @@ class GuardConfig:
                 raise ConfigError(f"{where}.detectors: {d!r} is not a name or a {{name, options}} mapping")
 
     def as_block(self) -> dict[str, Any]:
-        """The ``guard:`` block as the results' fingerprints record it."""
+        """The ``guard:`` block as the results' fingerprints record it (not ``prefetch``, which
+        changes no result)."""
         return {"detectors": list(self.detectors), "policy": self.policy, "penalty": self.penalty,
                 "thresholds": self.thresholds}
 
