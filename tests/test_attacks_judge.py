@@ -107,6 +107,17 @@ def test_master_keys_fail_against_a_judge_they_do_not_move(tmp_path) -> None:
     assert rows[0]["victim_after"] == 10.0 and rows[0]["success"]["beats_reference"] is False
 
 
+def test_master_keys_cut_by_the_budget_say_so(tmp_path) -> None:
+    judge = rule_judge({"Thought process:": 95})
+    full = next(iter(run_attacks(SAMPLES[:1], [load("judge-master-keys")], judge, tmp_path / "a.jsonl",
+                            progress=False).rows.values()))
+    assert full["note"] in (None, "") and full["meta"]["keys_tried"] == full["meta"]["keys_available"] == len(MASTER_KEYS)
+    cut = next(iter(run_attacks(SAMPLES[:1], [load("judge-master-keys")], rule_judge({"Thought process:": 95}),
+                           tmp_path / "b.jsonl", budget=3, progress=False).rows.values()))
+    assert cut["meta"]["keys_tried"] == 3 and cut["meta"]["keys_available"] == len(MASTER_KEYS)
+    assert cut["note"] == f"the budget of 3 queries let 3 of the {len(MASTER_KEYS)} keys be tried"
+
+
 def test_master_key_prefix_goes_in_front_of_another_response() -> None:
     attack = load("judge-master-keys-prefix")
     attack.prepare(SAMPLES)

@@ -113,14 +113,17 @@ class MasterKeys(Attack):
         pairs = self.texts(sample, self.rng(sample))
         if not pairs:
             return result.skip("no other response to put the keys in front of")
+        available = len(pairs)
         pairs = pairs[: budget or len(pairs)]
         if victim is None:
             raise ValueError(f"{self.name} needs a victim: it keeps the key the victim scores highest")
         scores = victim.score(sample, [t for _, t in pairs])
         best = int(np.argmax(scores))
         result.adversarial, result.victim_after = pairs[best][1], float(scores[best])
-        result.meta.update({"key": pairs[best][0],
+        result.meta.update({"key": pairs[best][0], "keys_tried": len(pairs), "keys_available": available,
                             "key_scores": {k: float(v) for (k, _), v in zip(pairs, scores, strict=True)}})
+        if len(pairs) < available:  # said in the row, not dropped silently
+            result.note = f"the budget of {budget} queries let {len(pairs)} of the {available} keys be tried"
         result.wall_time = time.perf_counter() - t0
         return result
 
