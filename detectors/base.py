@@ -195,6 +195,16 @@ def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     return table
 
 
+def read_thresholds_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """How a thresholds file was calibrated: everything in it but the ``detectors`` table
+    (``target_fpr``, ``combined``, ``per_detector_fpr``, ``clean_sets``, ``provenance``)."""
+    from robusteval.results import read_json
+
+    read_thresholds(path)  # the same checks and errors
+    data = read_json(Path(path), "thresholds file not found")
+    return {k: v for k, v in data.items() if k != "detectors"}
+
+
 def apply_thresholds(detector: Detector, table: dict[str, dict[str, Any]], path: str | os.PathLike[str]) -> None:
     """Set ``detector.threshold`` from a calibrated table; refuse a threshold calibrated
     for different detector settings."""

@@ -95,3 +95,24 @@ def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys, 
                  "--attack-results", str(tmp_path / "a"), "--out-dir", str(tmp_path / "e"), "--resume"]) == 0
     assert len((tmp_path / "e" / "suspicion.jsonl").read_text().splitlines()) == n
     assert json.loads((tmp_path / "e" / "evaluation.json").read_text())["detection_by_attack"] == by_attack
+
+
+def test_one_config_file_drives_calibrate_and_evaluate(tmp_path, capsys) -> None:
+    """configs/guard/default.yaml is shared by both subcommands: evaluate accepts its calibration
+    keys and checks the thresholds file against them (it used to refuse target_fpr)."""
+    import yaml
+
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(yaml.safe_dump({"detectors": ["nonalnum", "speaker_tag"], "clean": ["quickstart-references"],
+                                   "target_fpr": 0.05, "combined": True}))
+    assert main(["guard", "calibrate", "--config", str(cfg), "--out-dir", str(tmp_path / "g")]) == 0
+    assert main(["attack", "--dataset", "quickstart-dialogue", "--metric", "rougeL", "-o", "against=context",
+                 "--attacks", "speaker-tag-user", "--limit", "4", "--out-dir", str(tmp_path / "a")]) == 0
+    thresholds = str(tmp_path / "g" / "thresholds.json")
+    args = ["guard", "evaluate", "--config", str(cfg), "--thresholds", thresholds, "--attack-results",
+            str(tmp_path / "a")]
+    assert main([*args, "--out-dir", str(tmp_path / "e")]) == 0
+    capsys.readouterr()
+    assert main([*args, "--target_fpr", "0.01", "--out-dir", str(tmp_path / "e2")]) != 0
+    assert "calibrated with target_fpr=0.05, but the config asks for target_fpr=0.01" in capsys.readouterr().err
+    assert not (tmp_path / "e2" / "evaluation.json").exists()

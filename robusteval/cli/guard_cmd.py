@@ -71,6 +71,24 @@ def run_calibrate(cfg: CalibrateConfig) -> int:
     return 0
 
 
+def _check_calibration(cfg: EvaluateConfig) -> None:
+    """A config shared with ``guard calibrate`` names the calibration (``target_fpr``,
+    ``combined``): the thresholds file must have been made with it."""
+    wanted = {k: v for k, v in (("target_fpr", cfg.target_fpr), ("combined", cfg.combined)) if v is not None}
+    if not wanted:
+        return
+    if not cfg.thresholds:
+        raise RobustevalError(f"the config names a calibration ({', '.join(f'{k}={v}' for k, v in wanted.items())}) "
+                              "but no --thresholds file to evaluate; run `robusteval guard calibrate` first")
+    from robusteval.detectors.base import read_thresholds_header
+
+    made = read_thresholds_header(cfg.thresholds)
+    for key, value in wanted.items():
+        if key not in made or made[key] != value:
+            raise RobustevalError(f"{cfg.thresholds}: calibrated with {key}={made.get(key)!r}, but the config asks "
+                                  f"for {key}={value!r}; recalibrate or drop {key} from the config")
+
+
 def run_evaluate(cfg: EvaluateConfig) -> int:
     from robusteval import detectors
     from robusteval.attacks.runner import read_results
@@ -78,6 +96,7 @@ def run_evaluate(cfg: EvaluateConfig) -> int:
     from robusteval.detectors.calibrate import adversarial_samples, evaluate, evaluation_markdown
 
     assert cfg.out_dir is not None  # validated
+    _check_calibration(cfg)
     dets = detectors.resolve(_detector_specs(cfg), cfg.thresholds)
     attacked: list[Any] = []
     for path in cfg.attack_results:

@@ -59,11 +59,16 @@ class EvaluateConfig(GuardCommon):
         thresholds: thresholds.json from `guard calibrate` (default: the detectors' defaults)
         attack_results: attack results.jsonl files or their folders
         dataset: the dataset of the attack results when no summary.json beside them names it
+        target_fpr: the false-positive rate the thresholds file must have been calibrated to (a
+            config shared with `guard calibrate` carries it); another one is refused
+        combined: whether the thresholds file must split that rate among the detectors; checked the same way
     """
 
     thresholds: str | None = None
     attack_results: list[str] = field(default_factory=list)
     dataset: str | None = None
+    target_fpr: float | None = None
+    combined: bool | None = None
 
     def validate(self) -> None:
         super().validate()
