@@ -22,11 +22,11 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -58,29 +58,88 @@ def _parse_to_bytes(texts: list[str], ner: bool, batch_size: int) -> list[bytes]
     return [d.to_bytes(exclude=["tensor"]) for d in _pipe(texts, ner, batch_size)]
 
 
-def _helper() -> ProcessPoolExecutor | None:
-    if sys.platform != "linux" or (os.cpu_count() or 1) < 2 or multiprocessing.current_process().daemon:
-        return None
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+def _serve(conn: Any, jobs: list[tuple[list[str], bool]], batch_size: int) -> None:
+    """The helper process: parse each job and send its Docs' bytes (or the error's text)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers: stop means stop
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        for texts, ner in jobs:
+            conn.send(("ok", _parse_to_bytes(texts, ner, batch_size)))
+    except BaseException as e:  # reported to the parent, which parses those texts itself
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def helper_available() -> bool:
+    """Whether a helper process can be forked here: Linux, at least 2 usable cores, and not
+    inside a daemonic process (which may not have children)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return sys.platform == "linux" and cores >= 2 and not multiprocessing.current_process().daemon
+
+
+class _Helper:
+    """One forked process parsing ``jobs`` ((texts, ner) pairs) in order; :meth:`results` takes
+    each job's Docs, or None for a job the helper did not deliver (it failed, died or hung past
+    the deadline: then it is stopped and the caller parses those texts itself)."""
+
+    SECONDS_PER_TEXT = 0.2  # the deadline: generous (a text takes ~4 ms) ...
+    GRACE = 60.0  # ... plus a minute
+    jobs: list[tuple[list[str], bool]]
+
+    def __init__(self, jobs: list[tuple[list[str], bool]], batch_size: int) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.jobs = jobs
+        self.conn, child = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_serve, args=(child, jobs, batch_size), daemon=True)
+        self.proc.start()
+        child.close()
+        self.deadline = time.monotonic() + self.GRACE + self.SECONDS_PER_TEXT * sum(len(t) for t, _ in jobs)
+
+    def results(self) -> list[list[Any] | None]:
+        from spacy.tokens import Doc
+
+        vocab = _nlp().vocab
+        out: list[list[Any] | None] = []
+        failure = ""
+        for _ in self.jobs:
+            if not failure:
+                try:
+                    if not self.conn.poll(max(0.0, self.deadline - time.monotonic())):
+                        failure = "it did not finish in time"
+                    else:
+                        status, payload = self.conn.recv()
+                        if status == "ok":
+                            out.append([Doc(vocab).from_bytes(b) for b in payload])
+                            continue
+                        failure = payload
+                except (EOFError, OSError) as e:  # it died (out of memory...)
+                    failure = f"it stopped ({type(e).__name__})"
+            out.append(None)
+        if failure:
+            log.warning("spaCy helper process failed (%s); its texts are parsed here", failure)
+        self.stop()
+        return out
+
+    def stop(self) -> None:
+        self.conn.close()
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
 
 
 def _parse_split(texts: list[str], ner: bool, batch_size: int) -> list[Any]:
-    pool = _helper() if len(texts) >= PARALLEL_FROM else None
-    if pool is None:
+    if len(texts) < PARALLEL_FROM or not helper_available():
         return _pipe(texts, ner, batch_size)
-    from spacy.tokens import Doc
-
     cut = len(texts) - int(len(texts) * HELPER_SHARE)
-    with pool:
-        future: Future[list[bytes]] = pool.submit(_parse_to_bytes, texts[cut:], ner, batch_size)
+    helper = _Helper([(texts[cut:], ner)], batch_size)
+    try:
         mine = _pipe(texts[:cut], ner, batch_size)
-        vocab = _nlp().vocab
-        try:
-            theirs = [Doc(vocab).from_bytes(b) for b in future.result()]
-        except (BrokenProcessPool, OSError) as e:  # the helper died (memory...): parse its share here
-            log.warning("spaCy helper process failed (%s); parsing its %d texts here", e, len(texts) - cut)
-            theirs = _pipe(texts[cut:], ner, batch_size)
-    return mine + theirs
+    except BaseException:
+        helper.stop()
+        raise
+    theirs = helper.results()[0]
+    return mine + (theirs if theirs is not None else _pipe(texts[cut:], ner, batch_size))
 
 
 def _missing(texts: Iterable[str], ner: bool) -> list[str]:
@@ -105,23 +164,20 @@ def prefetched(requests: Iterable[tuple[str, bool]], batch_size: int = 64) -> It
     for text, ner in requests:
         wanted[text] = wanted.get(text, False) or ner
     groups = {ner: _missing((t for t, n in wanted.items() if n == ner), ner) for ner in (False, True)}
-    pool = _helper() if sum(map(len, groups.values())) >= PARALLEL_FROM else None
-    if pool is None:
+    jobs = [(texts, ner) for ner, texts in groups.items() if texts]
+    count = sum(len(t) for t, _ in jobs)
+    if count < PARALLEL_FROM or not helper_available():
         yield 0
         return
-    from spacy.tokens import Doc
-
-    with pool:
-        futures = {ner: pool.submit(_parse_to_bytes, texts, ner, batch_size) for ner, texts in groups.items() if texts}
-        yield sum(map(len, groups.values()))
-        vocab = _nlp().vocab
-        for ner, future in futures.items():
-            try:
-                docs = [Doc(vocab).from_bytes(b) for b in future.result()]
-            except (BrokenProcessPool, OSError) as e:
-                log.warning("spaCy helper process failed (%s); its texts will be parsed when needed", e)
-                continue
-            _store({t: (d, ner) for t, d in zip(groups[ner], docs, strict=True)})
+    helper = _Helper(jobs, batch_size)
+    try:
+        yield count
+    except BaseException:  # the body failed: stop the helper at once, keep nothing
+        helper.stop()
+        raise
+    for (texts, ner), docs in zip(jobs, helper.results(), strict=True):
+        if docs is not None:
+            _store({t: (d, ner) for t, d in zip(texts, docs, strict=True)})
 
 
 def parse(texts: Sequence[str], batch_size: int = 64, ner: bool = False) -> list[Any]:

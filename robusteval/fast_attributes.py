@@ -13,7 +13,8 @@ rule), and sets them with spaCy's own ``set_token_attrs``. The few rules spannin
 
 It reads the rules from the loaded pipeline's ruler, so it follows the installed model, and
 it refuses (``UnsupportedRules``; :func:`install` then keeps spaCy's ruler) any rule it cannot
-evaluate exactly: a quantifier, or a token attribute other than those four. Predicates are
+evaluate exactly: a quantifier, a token attribute other than those four, or a rule that sets
+extension attributes. Predicates are
 evaluated on the Doc as the ruler receives it, before any rule applies, as spaCy's matcher
 does. ``tests/test_fast_attributes.py`` checks identical tags, POS, morphology, lemmas and
 dependencies against the stock pipeline.
@@ -43,40 +44,61 @@ class UnsupportedRules(ValueError):
     """The ruler has a rule this component cannot evaluate exactly."""
 
 
-def _predicate(field: str, spec: Any) -> Test:
-    i = _FIELD_INDEX[field]
-    if not isinstance(spec, dict):
-        return lambda key: key[i] == spec
-    if len(spec) != 1:
-        raise UnsupportedRules(f"attribute rule {field}: {spec!r}")
-    (op, arg), = spec.items()
-    if op == "IN":
-        allowed = frozenset(arg)
-        return lambda key: key[i] in allowed
-    if op == "NOT_IN":
-        banned = frozenset(arg)
-        return lambda key: key[i] not in banned
-    if op == "REGEX":
-        rx = re.compile(arg)
-        return lambda key: isinstance(key[i], str) and rx.search(key[i]) is not None
-    raise UnsupportedRules(f"attribute rule {field}: operator {op!r}")
+class _Predicate:
+    """One token attribute test of a rule (a class, not a closure: the pipeline stays picklable)."""
+
+    def __init__(self, field: str, spec: Any) -> None:
+        self.i = _FIELD_INDEX[field]
+        self.op, self.arg = "==", spec
+        if isinstance(spec, dict):
+            if len(spec) != 1:
+                raise UnsupportedRules(f"attribute rule {field}: {spec!r}")
+            ((op, arg),) = spec.items()
+            if op not in ("IN", "NOT_IN", "REGEX"):
+                raise UnsupportedRules(f"attribute rule {field}: operator {op!r}")
+            self.op = op
+            self.arg = re.compile(arg) if op == "REGEX" else frozenset(arg)
+
+    def __call__(self, key: Key) -> bool:
+        value = key[self.i]
+        if self.op == "==":
+            return bool(value == self.arg)
+        if self.op == "IN":
+            return value in self.arg
+        if self.op == "NOT_IN":
+            return value not in self.arg
+        return isinstance(value, str) and self.arg.search(value) is not None
 
 
-def _token_test(token_spec: dict[str, Any]) -> Test:
-    extra = set(token_spec) - set(FIELDS)
-    if extra:
-        raise UnsupportedRules(f"attribute rule tests {sorted(extra)} (only {FIELDS} are supported)")
-    tests = [_predicate(f, v) for f, v in token_spec.items()]
-    return lambda key: all(t(key) for t in tests)
+class _TokenTest:
+    """All the attribute tests of one pattern token."""
+
+    def __init__(self, token_spec: dict[str, Any]) -> None:
+        extra = set(token_spec) - set(FIELDS)
+        if extra:
+            raise UnsupportedRules(f"attribute rule tests {sorted(extra)} (only {FIELDS} are supported)")
+        self.tests = [_Predicate(f, v) for f, v in token_spec.items()]
+
+    def __call__(self, key: Key) -> bool:
+        return all(t(key) for t in self.tests)
 
 
 class FastAttributeRuler:
     """spaCy's ``attribute_ruler`` rules, applied per distinct token key (see the module)."""
 
+    CACHE_SIZE = 500_000  # distinct token keys remembered; the table starts over beyond it
+
     def __init__(self, ruler: Any) -> None:
+        self.ruler = ruler  # spaCy's own component: it keeps the rules and (de)serializes them
+        self._build()
+
+    def _build(self) -> None:
+        ruler = self.ruler
         # ruler.attrs[k] / ruler.indices[k]: normalized attributes and target index of rule k,
         # in the order the rules were added (spaCy applies them in that order)
         self.attrs: list[dict[Any, Any]] = list(ruler.attrs)
+        if any("_" in a for a in self.attrs):  # spaCy merges extension attributes one by one
+            raise UnsupportedRules("attribute rules that set extension attributes ('_')")
         # one-token patterns, indexed by the exact tag or lower-cased text they require (most
         # rules name one), so a new token key is tested against a handful of rules, not all
         self.by_tag: dict[str, list[tuple[int, Test]]] = {}
@@ -88,7 +110,7 @@ class FastAttributeRuler:
             for pattern in entry["patterns"]:
                 if not isinstance(pattern, list) or any("OP" in tok for tok in pattern):
                     raise UnsupportedRules(f"attribute rule {rule}: {pattern!r}")
-                tests = [_token_test(tok) for tok in pattern]
+                tests: list[Test] = [_TokenTest(tok) for tok in pattern]
                 target = index if index >= 0 else len(tests) + index
                 if not 0 <= target < len(tests):
                     raise UnsupportedRules(f"attribute rule {rule}: index {index} outside its pattern")
@@ -116,6 +138,8 @@ class FastAttributeRuler:
             candidates = self.by_tag.get(key[0], []) + self.by_lower.get(key[1], []) + self.general
             rules = tuple(sorted({r for r, test in candidates if test(key)}))
             starts = tuple(m for m, (_, tests, _) in enumerate(self.multi) if tests[0](key))
+            if len(self._by_key) >= self.CACHE_SIZE:
+                self._by_key.clear()
             hit = self._by_key[key] = (rules, starts)
         return hit
 
@@ -148,10 +172,33 @@ class FastAttributeRuler:
         for doc in docs:
             yield self(doc)
 
+    # saved and loaded as spaCy's ruler is (nlp.to_disk / spacy.load keep working)
+    def to_disk(self, path: Any, *, exclude: Any = ()) -> None:
+        self.ruler.to_disk(path, exclude=exclude)
+
+    def from_disk(self, path: Any, *, exclude: Any = ()) -> FastAttributeRuler:
+        self.ruler.from_disk(path, exclude=exclude)
+        self._build()
+        return self
+
+    def to_bytes(self, *, exclude: Any = ()) -> bytes:
+        return bytes(self.ruler.to_bytes(exclude=exclude))
+
+    def from_bytes(self, data: bytes, *, exclude: Any = ()) -> FastAttributeRuler:
+        self.ruler.from_bytes(data, exclude=exclude)
+        self._build()
+        return self
+
 
 @Language.factory(FACTORY)
 def _make(nlp: Language, name: str) -> FastAttributeRuler:
-    return FastAttributeRuler(nlp.get_pipe("attribute_ruler"))
+    """From the pipeline's ruler when it has one (:func:`install`), else an empty ruler that a
+    saved pipeline's rules are then loaded into (``spacy.load`` of an ``nlp.to_disk`` folder)."""
+    from spacy.pipeline import AttributeRuler
+
+    ruler = nlp.get_pipe("attribute_ruler") if "attribute_ruler" in nlp.pipe_names else AttributeRuler(
+        nlp.vocab, name)
+    return FastAttributeRuler(ruler)
 
 
 def install(nlp: Language) -> bool:

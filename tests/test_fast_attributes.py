@@ -96,3 +96,25 @@ def test_rule_order_later_wins_per_attribute() -> None:
     assert fast_attributes.install(nlp)
     assert [(t.lemma_, t.norm_) for t in nlp("dogs cats dogs")] == stock == [
         ("second", "n1"), ("second", "cats"), ("second", "n3")]
+
+
+def test_pipeline_pickles_and_saves_like_the_stock_one(pipelines: tuple[Any, Any], tmp_path: Path) -> None:
+    import pickle
+
+    stock, fast = pipelines
+    text = TEXTS[0] + " " + TEXTS[1]
+    expected = _annotations(stock(text))
+    assert _annotations(pickle.loads(pickle.dumps(fast))(text)) == expected  # spawn-started workers
+    fast.to_disk(tmp_path / "nlp")
+    loaded = spacy.load(tmp_path / "nlp")
+    assert "attribute_ruler_fast" in loaded.pipe_names and _annotations(loaded(text)) == expected
+
+
+def test_extension_attribute_rules_keep_the_stock_ruler() -> None:
+    from spacy.tokens import Token
+
+    Token.set_extension("robusteval_test_a", default=None, force=True)
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("attribute_ruler")
+    ruler.add([[{"LOWER": "dogs"}]], {"_": {"robusteval_test_a": 1}})
+    assert fast_attributes.install(nlp) is False and nlp.pipe_names == ["attribute_ruler"]

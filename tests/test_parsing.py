@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import time
 from typing import Any
 
 import pytest
@@ -28,6 +28,11 @@ def _annotations(doc: Any) -> list[tuple[Any, ...]]:
             for t in doc]
 
 
+needs_helper = pytest.mark.skipif(not parsing.helper_available(),
+                                  reason="no helper process here (not Linux, one core, or a daemonic process)")
+
+
+@needs_helper
 @pytest.mark.parametrize("ner", [False, True])
 def test_helper_split_gives_the_same_docs(monkeypatch: pytest.MonkeyPatch, ner: bool) -> None:
     texts = [f"{t} ({i})" for i in range(12) for t in TEXTS]  # 96 distinct texts
@@ -36,20 +41,43 @@ def test_helper_split_gives_the_same_docs(monkeypatch: pytest.MonkeyPatch, ner: 
     here = [_annotations(d) for d in parsing.parse(texts, ner=ner)]
     parsing.clear()
     monkeypatch.setattr(parsing, "PARALLEL_FROM", 1)
-    used: list[bool] = []
-    real = parsing._helper
-    monkeypatch.setattr(parsing, "_helper", lambda: used.append(True) or real())
+    used: list[int] = []
+    real = parsing._Helper.__init__
+    monkeypatch.setattr(parsing._Helper, "__init__", lambda self, jobs, b: used.append(len(jobs[0][0])) or real(self, jobs, b))
     split = [_annotations(d) for d in parsing.parse(texts, ner=ner)]
     parsing.clear()
-    assert used == [True]
+    assert used == [48]  # half the texts went to the helper
     assert split == here
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
-def test_helper_is_forked_on_linux() -> None:
-    pool = parsing._helper()
-    assert pool is not None
-    pool.shutdown()
+def _fails(texts: list[str], ner: bool, batch_size: int) -> list[bytes]:
+    raise MemoryError("no room")
+
+
+def _hangs(texts: list[str], ner: bool, batch_size: int) -> list[bytes]:
+    time.sleep(60)
+    return []
+
+
+@needs_helper
+@pytest.mark.parametrize("broken", [_fails, _hangs])
+def test_a_failed_or_hung_helper_costs_only_time(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                                 broken: Any) -> None:
+    texts = [f"{t} ({i})" for i in range(4) for t in TEXTS]
+    parsing.clear()
+    monkeypatch.setattr(parsing, "PARALLEL_FROM", 10**9)
+    here = [_annotations(d) for d in parsing.parse(texts)]
+    parsing.clear()
+    monkeypatch.setattr(parsing, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(parsing, "_parse_to_bytes", broken)  # the forked helper inherits it
+    monkeypatch.setattr(parsing._Helper, "GRACE", 1.0)
+    monkeypatch.setattr(parsing._Helper, "SECONDS_PER_TEXT", 0.0)
+    t = time.monotonic()
+    with caplog.at_level("WARNING"):
+        assert [_annotations(d) for d in parsing.parse(texts)] == here
+    assert time.monotonic() - t < 30  # the hung helper was stopped at its deadline
+    assert "spaCy helper process failed" in caplog.text
+    parsing.clear()
 
 
 def test_cache_serves_repeats_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,6 +103,7 @@ class _Waits:
         return [float(len(p) % 7) for p in predictions]
 
 
+@needs_helper
 def test_prefetch_parses_ahead_and_changes_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
     from robusteval import detectors
     from robusteval.metrics.function import ensure_metric
@@ -115,3 +144,15 @@ def test_config_guard_block_passes_prefetch() -> None:
     auto = load_metric("bleu", guard=GuardConfig(detectors=["nonalnum"]))
     assert on.prefetch and not auto.prefetch
     assert "prefetch" not in GuardConfig(detectors=["nonalnum"], prefetch=True).as_block()  # not in fingerprints
+
+
+@needs_helper
+def test_prefetch_stops_its_helper_when_the_body_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsing, "_parse_to_bytes", _hangs)  # a helper that would take a minute
+    monkeypatch.setattr(parsing, "PARALLEL_FROM", 1)
+    parsing.clear()
+    t = time.monotonic()
+    with pytest.raises(RuntimeError, match="metric failed"), parsing.prefetched([(x, False) for x in TEXTS] * 40) as n:
+        assert n == len(TEXTS)  # distinct texts, all sent to the helper
+        raise RuntimeError("metric failed")
+    assert time.monotonic() - t < 30 and not parsing._CACHE

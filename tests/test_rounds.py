@@ -469,7 +469,7 @@ def test_harden_dict_keys_are_the_harden_configs_fields(tmp_path) -> None:
     assert not (tmp_path / "h").exists()  # refused before any folder is made
 
 
-def test_harden_has_one_seed(tmp_path) -> None:
+def test_harden_has_one_seed(tmp_path, monkeypatch) -> None:
     """The attacks, the data splits and the model share the run's seed; seeds given in several
     places must agree (a data.seed alone used to stop the run at Lightning's first step)."""
     from robusteval.training.harden import harden, run_seed
@@ -484,3 +484,16 @@ def test_harden_has_one_seed(tmp_path) -> None:
     cfg = {"seed": 0, "data": {"seed": 1}, "attack": {"dataset": "quickstart-dialogue", "attacks": ["generic-hello"]}}
     with pytest.raises(RobustevalError, match="differ"):
         harden(cfg, tmp_path / "h")
+    # the run's seed reaches the model and its data module (what Lightning compares)
+    import robusteval.training.harden as harden_mod
+
+    seen: dict[str, object] = {}
+
+    def stop(folder, kind, model_args, data_args, *rest):
+        seen.update(model=model_args.get("seed"), data=data_args.get("seed"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harden_mod, "train_base", stop)
+    with pytest.raises(KeyboardInterrupt):
+        harden({**cfg, "seed": 3, "data": {}}, tmp_path / "h3")
+    assert seen == {"model": 3, "data": 3}
