@@ -117,6 +117,7 @@ def idle_cpu_metric(pairs: list, cold: Callable[[], None]) -> dict[str, float]:
     """Median of 3 cold repeats: the waiting metric alone, guarded with screening after scoring
     (prefetch off), and guarded with the detectors' parses in a helper while it waits."""
     times: dict[str, list[float]] = {"plain": [], "sequential": [], "prefetch": []}
+    flags: dict[str, list[dict[str, int]]] = {"sequential": [], "prefetch": []}
     for _ in range(REPEATS):
         for name in times:
             cold()
@@ -126,6 +127,10 @@ def idle_cpu_metric(pairs: list, cold: Callable[[], None]) -> dict[str, float]:
             t = time.perf_counter()
             metric.score(pairs)
             times[name].append(time.perf_counter() - t)
+            if name != "plain":  # the same screening both ways, none of it served from a memo
+                assert all(d.memo_hits == 0 for d in metric.detectors), "a repeat timed memo hits"
+                flags[name].append(dict(metric.report()["guard"]["flagged"]))
+    assert flags["sequential"] == flags["prefetch"], "prefetch changed the flags"
     return {k: statistics.median(v) for k, v in times.items()}
 
 
