@@ -63,8 +63,11 @@ def _serve(conn: Any, jobs: list[tuple[list[str], bool]], batch_size: int) -> No
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers: stop means stop
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        for texts, ner in jobs:
-            conn.send(("ok", _parse_to_bytes(texts, ner, batch_size)))
+        # every job parsed before the first is sent: a send blocks until the parent reads, which
+        # for prefetch is after the metric has scored
+        done = [_parse_to_bytes(texts, ner, batch_size) for texts, ner in jobs]
+        for payload in done:
+            conn.send(("ok", payload))
     except BaseException as e:  # reported to the parent, which parses those texts itself
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
@@ -85,6 +88,7 @@ class _Helper:
 
     SECONDS_PER_TEXT = 0.2  # the deadline: generous (a text takes ~4 ms) ...
     GRACE = 60.0  # ... plus a minute
+    SETTLE = 10.0  # s the caller still waits when it comes for the results after the deadline
     jobs: list[tuple[list[str], bool]]
 
     def __init__(self, jobs: list[tuple[list[str], bool]], batch_size: int) -> None:
@@ -102,6 +106,8 @@ class _Helper:
         vocab = _nlp().vocab
         out: list[list[Any] | None] = []
         failure = ""
+        # a helper that finished while the caller was busy sends at once: a few seconds more
+        self.deadline = max(self.deadline, time.monotonic() + self.SETTLE)
         for _ in self.jobs:
             if not failure:
                 try:

@@ -71,6 +71,7 @@ def test_a_failed_or_hung_helper_costs_only_time(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(parsing, "PARALLEL_FROM", 1)
     monkeypatch.setattr(parsing, "_parse_to_bytes", broken)  # the forked helper inherits it
     monkeypatch.setattr(parsing._Helper, "GRACE", 1.0)
+    monkeypatch.setattr(parsing._Helper, "SETTLE", 0.5)
     monkeypatch.setattr(parsing._Helper, "SECONDS_PER_TEXT", 0.0)
     t = time.monotonic()
     with caplog.at_level("WARNING"):
