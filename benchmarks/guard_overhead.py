@@ -27,6 +27,7 @@ from robusteval.detectors import grammar_rules, parsing
 from robusteval import data, detectors, langid
 from robusteval.metrics.base import Metric
 from robusteval.metrics.bertscore import BERTScore, EmbeddingCache
+from robusteval.nlp import load_spacy
 
 REPEATS = 3
 DETECTORS = ["nonalnum", "parse_triple", {"name": "gec", "options": {"backend": "builtin"}}]
@@ -52,6 +53,7 @@ def main() -> int:
         grammar_rules.is_known_word.cache_clear()
         grammar_rules._wordnet_morphy.cache_clear()
         langid.language.cache_clear()  # each response's language, asked by parse_triple and gec
+        load_spacy().get_pipe("attribute_ruler_fast").clear_cache()  # the rules worked out per token key
         guarded = detectors.guard(plain, DETECTORS, policy="flag")  # fresh detectors: empty memos
 
     times: dict[str, list[float]] = {"plain": [], "guarded": []}

@@ -180,8 +180,8 @@ def squash(x: float, scale: float) -> float:
 
 
 # -- calibrated thresholds file ------------------------------------------------------------
-def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """The ``detectors`` table of a thresholds file written by ``robusteval guard calibrate``."""
+def _thresholds_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A thresholds file written by ``robusteval guard calibrate``, checked."""
     from robusteval.results import read_json
 
     p = Path(path)
@@ -192,17 +192,18 @@ def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     for name, entry in table.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("threshold"), int | float):
             raise DataFormatError(p, f"detector {name!r} has no numeric 'threshold'", field=name)
-    return table
+    return dict(data)
+
+
+def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The ``detectors`` table of a thresholds file written by ``robusteval guard calibrate``."""
+    return dict(_thresholds_file(path)["detectors"])
 
 
 def read_thresholds_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How a thresholds file was calibrated: everything in it but the ``detectors`` table
     (``target_fpr``, ``combined``, ``per_detector_fpr``, ``clean_sets``, ``provenance``)."""
-    from robusteval.results import read_json
-
-    read_thresholds(path)  # the same checks and errors
-    data = read_json(Path(path), "thresholds file not found")
-    return {k: v for k, v in data.items() if k != "detectors"}
+    return {k: v for k, v in _thresholds_file(path).items() if k != "detectors"}
 
 
 def apply_thresholds(detector: Detector, table: dict[str, dict[str, Any]], path: str | os.PathLike[str]) -> None:

@@ -123,6 +123,11 @@ class FastAttributeRuler:
         self._by_key: dict[Key, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self._merged: dict[tuple[int, ...], dict[Any, Any]] = {}
 
+    def clear_cache(self) -> None:
+        """Forget the rules worked out per token key (a cold benchmark starts from nothing)."""
+        self._by_key.clear()
+        self._merged.clear()
+
     def _index_single(self, rule: int, spec: dict[str, Any], test: Test) -> None:
         if isinstance(spec.get("TAG"), str):
             self.by_tag.setdefault(spec["TAG"], []).append((rule, test))

@@ -95,7 +95,7 @@ class Metric(ABC):
         metric scores (:func:`robusteval.detectors.parsing.prefetched`); beside a metric that
         keeps the cores busy the helper only competes with it (BERTScore on 2 CPU cores: 1.47x
         instead of 1.34x, BENCHMARKS §10). True when the metric's ``device`` is cuda or mps."""
-        return str(getattr(self, "device", "cpu")).split(":")[0] in ("cuda", "mps")
+        return on_accelerator(getattr(self, "device", "cpu"))
 
     def check_sample(self, sample: Sample) -> None:
         """Raise InputError if ``sample`` lacks what this metric needs."""
@@ -222,6 +222,11 @@ class PairMetric(Metric):
 
     def signature(self) -> str:
         return f"against={self.against}"
+
+
+def on_accelerator(device: Any) -> bool:
+    """Whether ``device`` (a string or a torch.device) is a GPU: cuda or mps."""
+    return str(device).split(":")[0] in ("cuda", "mps")
 
 
 def resolve_device(device: str) -> str:

@@ -50,7 +50,7 @@ from robusteval.llm import isolation
 from robusteval.llm.backends import LLMBackend, backend_identity, load_backend, resolve_backend
 from robusteval.llm.isolation import Spans
 from robusteval.llm.stats import backend_report, call_with
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, on_accelerator
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import resource
 from robusteval.text import is_blank
@@ -245,8 +245,7 @@ class JudgeBase(Metric):
         from robusteval.llm.openai_compat import OpenAICompatible
 
         backend = self.backend
-        return isinstance(backend, OpenAICompatible) or str(getattr(backend, "device", "cpu")).split(":")[0] in (
-            "cuda", "mps")
+        return isinstance(backend, OpenAICompatible) or on_accelerator(getattr(backend, "device", "cpu"))
 
     def _spans(self, content: str, labels: Sequence[str] = ()) -> Spans | None:
         """The isolation of a prompt whose plain rendering is ``content`` (None without isolation)."""
