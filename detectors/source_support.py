@@ -12,13 +12,32 @@ dialogue context, the knowledge fact and the references:
   the source (``"Obama"`` by ``"Barack Obama"``); a number when the same value does (``1,000``
   and ``1000``; number words ``"three"`` and ``3``);
 * **substitutions** -- each response sentence is aligned to the source sentence sharing the
-  most content lemmas (at least ``align_min`` of the response sentence's); a mention that sits
-  in the same parse slot (the same head word and dependency: the subject of "beat") as a
-  mention of the same kind in the aligned sentence, but names something else, is a swapped
-  fact -- even when the swapped-in value occurs elsewhere in the source (a fact swap that
-  reuses another of the document's names: "Chelsea beat Chelsea");
-* **negation flips** -- a verb (or adjective) lemma negated in the response sentence and
-  not in its aligned sentence, or the reverse ("will call" -> "will not call").
+  most content lemmas (at least two, and at least ``align_min`` of the response sentence's).
+  A mention replaces one of the aligned sentence's when (:func:`swapped`)
+
+  - it sits in the same parse slot (the same head word and dependency: the subject of "beat")
+    as a different mention of its kind there -- even when the swapped-in value occurs
+    elsewhere in the source (a fact swap that reuses another of the document's names:
+    "Chelsea beat Chelsea"); a mention the aligned sentence names in another slot of another
+    word is a rewording (a passive), not a swap; or
+  - the response sentence follows the aligned one closely (at least ``close_min`` of its
+    content lemmas, default 0.8) and names an entity / number / date of a kind the aligned
+    sentence has but not that one, while dropping the aligned sentence's ("back in 1977" ->
+    "back in over 200 years ago"). A swap changes the parse around it, so in a near-copy the
+    slot rule alone misses most swaps; in a loose paraphrase a new name of one kind is usually
+    a fused fact, so the rule stays out of those;
+
+  numbers and dates are compared by value ("about 2000" and "about 2,000" agree);
+* **negation flips** -- a predicate negated in the response sentence and not in its aligned
+  sentence, or the reverse ("will call" -> "will not call"). The predicate is the verb or
+  adjective; under a copula or an auxiliary it is the complement ("is not happy" -> ``happy``),
+  so a negated copula is not paired with every passive or copula of the aligned sentence.
+
+Two details keep clean text from being read as swapped: each source part (a context turn, the
+fact, a reference) is parsed on its own, so no source sentence runs from one part into the
+next; and a lower-cased response (SummEval's system summaries are) is first written with the
+source's casing (:func:`recase`), since spaCy's tagger and NER read case -- without it, the
+names of a lower-cased summary, and so its swaps, go unseen.
 
 Suspicion = ``1 - exp(-(unsupported + 1.5 * (substitutions + flips)) / scale)``: one
 unsupported name or number is 0.63 at scale 1 (default threshold 0.6), one substitution or
@@ -84,14 +103,72 @@ def content(sent: Any) -> set[str]:
     return {t.lemma_.lower() for t in sent if t.is_alpha and not t.is_stop}
 
 
+AUXILIARIES = frozenset({"be", "have", "do", "will", "shall", "would", "should", "can", "could", "may", "might",
+                         "must"})
+
+
 def negated(sent: Any) -> dict[str, bool]:
-    """Verb / adjective lemma -> whether it is negated in ``sent``."""
+    """Predicate lemma -> whether it is negated in ``sent``. The predicate is the verb or
+    adjective the negation attaches to; under a copula or an auxiliary it is the complement
+    ("should not be long" -> ``long``); a bare auxiliary is no predicate (``"be"`` would pair
+    every negated clause with every clause that has a passive or a copula)."""
     out: dict[str, bool] = {}
     for t in sent:
-        if t.pos_ in ("VERB", "AUX", "ADJ"):
-            neg = any(c.dep_ == "neg" or c.lower_ in NEGATIONS for c in t.children)
-            out[t.lemma_.lower()] = out.get(t.lemma_.lower(), False) or neg
+        if t.pos_ not in ("VERB", "AUX", "ADJ"):
+            continue
+        neg = any(c.dep_ == "neg" or c.lower_ in NEGATIONS for c in t.children)
+        key = t
+        if t.lemma_.lower() in AUXILIARIES:
+            key = next((c for c in t.children if c.dep_ in ("acomp", "attr", "xcomp", "oprd")), None)
+            if key is None or key.lemma_.lower() in AUXILIARIES:
+                continue
+        lemma = key.lemma_.lower()
+        out[lemma] = out.get(lemma, False) or neg
     return out
+
+
+def same_value(mine: str, theirs: str, kind: str) -> bool:
+    """Whether two mentions of one kind name the same thing: the same numeric value ("about
+    2000" and "about 2,000", "150" and "more than 150"), else one's words inside the other's
+    ("Obama" and "Barack Obama")."""
+    if kind in ("number", "date"):
+        a, b = numbers_in(mine), numbers_in(theirs)
+        if a and b:
+            return bool(a & b)
+    mw, tw = words_in(mine), words_in(theirs)
+    return mw <= tw or tw <= mw
+
+
+_WORD = re.compile(r"\w[\w'’-]*")
+SENTENCE_START = frozenset(".!?:;\"'“”‘’()[]-–—")  # after these a capital says nothing about the word
+
+
+def recase(text: str, source: str) -> str:
+    """``text`` with its all-lower-case words written as the source writes them where the source
+    only ever capitalizes them inside a sentence ("paul merson" -> "Paul Merson"). Many system
+    outputs are lower-cased (SummEval's are), and spaCy's NER and tagger read case: without
+    this, the names of a lower-cased summary are not found, so its swapped facts are not
+    either. A word the source also writes in lower case, or capitalizes only at the start of a
+    sentence, is left alone."""
+    lower: set[str] = set()
+    cased: dict[str, dict[str, int]] = {}
+    for m in _WORD.finditer(source):
+        w = m.group(0)
+        if w == w.lower():
+            lower.add(w)
+            continue
+        i = m.start() - 1
+        while i >= 0 and source[i].isspace() and source[i] != "\n":
+            i -= 1
+        if i < 0 or source[i] == "\n" or source[i] in SENTENCE_START:
+            continue  # sentence-initial: capitalized for the position, not the word
+        forms = cased.setdefault(w.lower(), {})
+        forms[w] = forms.get(w, 0) + 1
+    table = {k: max(v, key=lambda f: (v[f], f)) for k, v in cased.items() if k not in lower}
+    if not table:
+        return text
+    return _WORD.sub(lambda m: table.get(m.group(0), m.group(0)) if m.group(0) == m.group(0).lower()
+                     else m.group(0), text)
 
 
 def slot(root: Any) -> tuple[str, ...]:
@@ -121,6 +198,49 @@ def mentions(sent: Any) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
+def swapped(sent: Any, aligned: Any, close: bool) -> list[str]:
+    """Mentions of the response sentence ``sent`` that replace one of the aligned source
+    sentence's, found two ways:
+
+    * **in its slot** -- the mention sits where the aligned sentence names something else of
+      its kind (the subject of "beat"). A mention the aligned sentence also names counts only
+      when it moved between the arguments of the same word ("Arsenal beat Chelsea" -> "Chelsea
+      beat Chelsea"); elsewhere it is a rewording the parse reads differently (a passive);
+    * **in its kind** -- the sentence names an entity / number / date the aligned sentence does
+      not, and drops one of the same kind that the aligned sentence names ("back in 1977" ->
+      "back in over 200 years ago"), wherever the parse puts them: a swap changes the parse
+      around it, so slots alone miss most swaps in sentences that are otherwise the same.
+    """
+    mine, theirs = mentions(sent), mentions(aligned)
+    by_slot: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    heads: dict[str, set[str]] = {}
+    for t, kind, where in theirs:
+        by_slot.setdefault((kind, where), []).append(t)
+        heads.setdefault(t.lower(), set()).add(where[0])
+    out = []
+    for m, kind, where in mine:
+        others = by_slot.get((kind, where), [])
+        if not others or any(same_value(m, t, kind) for t in others):
+            continue
+        named = [h for t, h in heads.items() if same_value(m, t, kind)]
+        if named and not any(where[0] in h for h in named):
+            continue
+        out.append(m)
+    if not close:
+        return out
+    sent_words, aligned_words = words_in(sent.text), words_in(aligned.text)
+    for kind in KINDS:
+        extra = [m for m, k, _ in mine if k == kind and m not in out
+                 and not any(same_value(m, t, k) for t, k2, _ in theirs if k2 == kind)
+                 and not words_in(m) <= aligned_words]
+        dropped = [t for t, k, _ in theirs if k == kind
+                   and not any(same_value(m, t, k) for m, k2, _ in mine if k2 == kind)
+                   and not words_in(t) <= sent_words]
+        if extra and dropped:
+            out += extra
+    return out
+
+
 @register_detector
 class SourceSupport(Detector):
     """Entities, numbers, dates and negations unsupported by the source (Liu et al.'s closed-ended
@@ -134,22 +254,29 @@ class SourceSupport(Detector):
     default_threshold: ClassVar[float] = 0.6
     reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references", "fact")
 
-    def __init__(self, scale: float = 1.0, align_min: float = 0.5,
+    def __init__(self, scale: float = 1.0, align_min: float = 0.5, close_min: float = 0.8,
                  languages: tuple[str, ...] | list[str] | None = ("en",), threshold: float | None = None) -> None:
         super().__init__(threshold)
-        if scale <= 0 or not 0 < align_min <= 1:
-            raise ValueError("source_support: scale must be > 0 and align_min in (0, 1]")
+        if scale <= 0 or not 0 < align_min <= 1 or not 0 < close_min <= 1:
+            raise ValueError("source_support: scale must be > 0, align_min and close_min in (0, 1]")
         self.scale = scale
         self.align_min = align_min
+        self.close_min = close_min
         self.languages = tuple(languages) if languages else None
 
     def signature(self) -> str:
         langs = ",".join(self.languages) if self.languages else "any"
-        return f"scale={self.scale},align_min={self.align_min},languages={langs}"
+        return f"scale={self.scale},align_min={self.align_min},close_min={self.close_min},languages={langs}"
 
     @staticmethod
-    def source_of(s: Sample) -> str:
-        return "\n".join(t for t in (*s.context, s.fact or "", *s.all_references()) if t and t.strip())
+    def source_parts(s: Sample) -> list[str]:
+        """The texts the response is checked against: the context turns, the fact and the
+        references, each parsed on its own (a sentence never runs from one into the next)."""
+        return [t for t in (*s.context, s.fact or "", *s.all_references()) if t and t.strip()]
+
+    @classmethod
+    def source_of(cls, s: Sample) -> str:
+        return "\n".join(cls.source_parts(s))
 
     def _abstain(self, s: Sample) -> dict[str, Any] | None:
         """The row of a sample this detector does not judge (a language it does not cover, no
@@ -159,31 +286,36 @@ class SourceSupport(Detector):
         lang = sample_language(s) if self.languages else None
         if self.languages and lang not in self.languages:
             return {"suspicion": 0.0, "abstained": True, "language": lang, "fallback": f"abstained_language:{lang}"}
-        if not self.source_of(s).strip():
+        if not self.source_parts(s):
             return {"suspicion": 0.0, "abstained": True, "fallback": "no_source"}
         return None
 
+    @classmethod
+    def _texts(cls, s: Sample) -> list[str]:
+        """What is parsed for ``s``: the response (recased against the source) and each source part."""
+        parts = cls.source_parts(s)
+        return [recase(s.response, "\n".join(parts)), *parts]
+
     def parse_requests(self, samples: Sequence[Sample]) -> list[tuple[str, bool]]:
-        judged = [s for s in samples if self._abstain(s) is None]
-        return [(t, True) for t in [s.response for s in judged] + [self.source_of(s) for s in judged]]
+        return [(t, True) for s in samples if self._abstain(s) is None for t in self._texts(s)]
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any] | None] = [self._abstain(s) for s in samples]
-        todo = [i for i, r in enumerate(rows) if r is None]
+        todo = [(i, self._texts(samples[i])) for i, r in enumerate(rows) if r is None]
         if todo:
-            sources = [self.source_of(samples[i]) for i in todo]
-            docs = parsing.parse([samples[i].response for i in todo] + sources, ner=True)
-            for k, i in enumerate(todo):
-                rows[i] = self._compare(docs[k], docs[len(todo) + k], sources[k])
+            docs = iter(parsing.parse([t for _, texts in todo for t in texts], ner=True))
+            for i, texts in todo:
+                resp, *src = [next(docs) for _ in texts]
+                rows[i] = self._compare(resp, src, "\n".join(texts[1:]))
         return [r for r in rows if r is not None]
 
-    def _compare(self, resp: Any, src: Any, src_text: str) -> dict[str, Any]:
+    def _compare(self, resp: Any, src: Sequence[Any], src_text: str) -> dict[str, Any]:
         words, numbers = words_in(src_text), numbers_in(src_text)
         unsupported = [m for m, k, _ in mentions(resp) if not supported(m, k, words, numbers)]
         said = " ".join(unsupported)
         # numbers NER did not tag ("5-1", "in 12 games") are values all the same
         unsupported += sorted(v for v in numbers_in(resp.text) - numbers if v not in numbers_in(said))
-        src_sents = [(sent, content(sent)) for sent in src.sents]
+        src_sents = [(sent, content(sent)) for doc in src for sent in doc.sents]
         substitutions: list[str] = []
         flips: list[str] = []
         for sent in resp.sents:
@@ -191,16 +323,11 @@ class SourceSupport(Detector):
             if not mine or not src_sents:
                 continue
             best, lemmas = max(src_sents, key=lambda p: len(mine & p[1]))
-            if len(mine & lemmas) / len(mine) < self.align_min:
+            shared = len(mine & lemmas)
+            if shared < min(2, len(mine)) or shared / len(mine) < self.align_min:
                 continue
-            slots = {}
-            for t, kind, slot in mentions(best):
-                slots.setdefault((kind, slot), []).append(t)
-            for m, kind, slot in mentions(sent):
-                theirs = slots.get((kind, slot), [])
-                mw = words_in(m)
-                if theirs and not any(words_in(t) <= mw or mw <= words_in(t) for t in theirs) and m not in unsupported:
-                    substitutions.append(m)
+            close = shared / len(mine) >= self.close_min
+            substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
             ours_neg, their_neg = negated(sent), negated(best)
             flips += [lemma for lemma, neg in ours_neg.items() if lemma in their_neg and their_neg[lemma] != neg]
         score = len(unsupported) + 1.5 * (len(substitutions) + len(flips))

@@ -426,11 +426,66 @@ DOC = ("Arsenal beat Chelsea 3-1 at the Emirates on Sunday. Bukayo Saka scored t
     ("Arsenal beat Liverpool 3-1 on Sunday, with Saka scoring twice.", "unsupported"),
     ("Arsenal beat Chelsea 5-1 on Sunday, with Saka scoring twice.", "unsupported"),  # a number NER does not tag
     ("Manager Mikel Arteta said he was not happy with the result.", "negation_flips"),
+    # a lower-cased system summary (SummEval's are): read with the source's casing
+    ("mikel arteta scored twice for the home side .", "substitutions"),
 ])
 def test_source_support_flags_fact_swaps_and_negation_against_the_source(response: str, finding: str) -> None:
     d = detectors.load("source_support")
     row = d.analyze([Sample(id="x", task="summarization", response=response, context=(DOC,))])[0]
     assert row[finding] and row["suspicion"] >= d.threshold
+
+
+ROOTS = ('"Roots", the epic miniseries about an African-American slave, had an audience of over 100 million '
+         'viewers back in 1977. It first aired over 200 years ago, said nobody.')
+
+
+def test_source_support_finds_a_swap_in_a_near_copy_wherever_the_parse_puts_it() -> None:
+    # the swapped-in date is in the source, and the swap moves it out of the slot 1977 held
+    d = detectors.load("source_support")
+    swapped = ROOTS.split(". ")[0].replace("1977", "over 200 years ago") + "."
+    row = d.analyze([Sample(id="x", task="summarization", response=swapped, context=(ROOTS,))])[0]
+    assert row["substitutions"] == ["over 200 years ago"] and row["suspicion"] >= d.threshold
+    # the same kind rule stays out of sentences that only loosely follow their source
+    assert detectors.load("source_support", close_min=1.0).analyze(
+        [Sample(id="x", task="summarization", response=swapped, context=(ROOTS,))])[0]["substitutions"] == []
+
+
+@pytest.mark.parametrize(("response", "source"), [
+    # the same value, written otherwise
+    ("About 2000 were rescued at sea in the Channel of Sicily.",
+     ("Italy registered more than 10,000 migrants, and about 2,000 were rescued at sea during the first weekend "
+      "of April in the Channel of Sicily.",)),
+    ("It was sold by Heritage Auctions, along with about 150 other items.",
+     ("Heritage Auctions offered the gray jacket, plus more than 150 other items from the film at auction on "
+      "Saturday.",)),
+    # a passive: the names move to other slots
+    ("Brazil was helped by Neymar to beat Chile at the Emirates Stadium.",
+     ("Neymar helped Brazil beat Chile 1-0 at the Emirates Stadium on Sunday in a feisty contest.",)),
+    # a negated copula is not a negation of every passive or copula of the aligned sentence
+    ("The full team list should not be too long in coming.",
+     ("The full Jamaican team list for the competition will be announced shortly.",)),
+    # two context parts without a full stop between them are two sentences, not one
+    ("Wenger has been linked with Liverpool winger Raheem Sterling.",
+     ("Wenger has moved to play down speculation linking him with Liverpool winger Raheem Sterling",
+      "Alexis Sanchez had offers from several clubs when he left Barcelona last summer, including Arsenal.")),
+    (ROOTS.split(". ")[0] + ".", (ROOTS,)),
+])
+def test_source_support_passes_rewordings_the_parse_reads_differently(response: str, source: tuple[str, ...]) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=source)])[0]
+    assert row["suspicion"] == 0.0, row
+
+
+def test_recase_writes_lower_cased_words_as_the_source_writes_them_inside_sentences() -> None:
+    from robusteval.detectors.source_support import recase
+
+    source = ("Repeated rows as Paul Merson criticized Andros Townsend.\nThe pundit Merson said so. Merson's row.\n"
+              "Rows: Said went on.")
+    assert recase("paul merson criticized andros townsend .", source) == "Paul Merson criticized Andros Townsend ."
+    # "repeated", "the", "said" are capitalized only where a sentence, a line or a list starts
+    assert recase("repeated , the pundit said", source) == "repeated , the pundit said"
+    assert recase("Already Cased: merson", source) == "Already Cased: Merson"
+    assert recase("梅森 批评了 汤森", source) == "梅森 批评了 汤森"
 
 
 @pytest.mark.parametrize("response", [
