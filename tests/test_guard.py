@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -160,6 +161,32 @@ def test_the_shipped_table_covers_every_xdial_language_and_summaries() -> None:
     assert want <= set(table)
     for group in want:
         assert set(table[group]) == set(detectors.names()), group
+
+
+def _shipped_signatures_match(names: list[str]) -> None:
+    """A detector built with the shipped config's settings has the signature its shipped entries
+    were calibrated under: an entry whose signature no longer matches is silently skipped (the
+    class default applies instead), so a change to a detector's settings or identity must come
+    with a recalibrated table (configs/guard/defaults.yaml)."""
+    import yaml
+    from robusteval.detectors.defaults import shipped
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs/guard/defaults.yaml").read_text())
+    specs = {(x if isinstance(x, str) else x["name"]): x for x in config["detectors"]}
+    table = shipped()
+    for name in names:
+        built = detectors.resolve([specs[name]])[0]
+        stale = {g for g, entries in table.items() if entries[name]["signature"] != built.signature()}
+        assert not stale, f"{name}: the shipped thresholds of {sorted(stale)} were calibrated with other settings"
+
+
+def test_the_shipped_table_matches_the_detectors_as_they_are_now() -> None:
+    _shipped_signatures_match([n for n in detectors.names() if n != "perplexity"])
+
+
+@pytest.mark.slow
+def test_the_shipped_perplexity_thresholds_match_the_default_model() -> None:
+    _shipped_signatures_match(["perplexity"])  # loads SmolLM2
 
 
 # -- the learned joint guard (issue 14) ----------------------------------------------------------
