@@ -9,6 +9,13 @@ broken-sentence attack (§6.2), in the spirit of perplexity filtering of adversa
 Suspicion is logistic in log-perplexity: ``1 / (1 + exp(-(ln ppl - ln center) / width))``
 (center 2,000, width 1: ppl 300 -> 0.13, ppl 20,000 -> 0.91). ``model`` is any local HF causal
 LM folder or hub id (``None``: the converted SmolLM2). Texts are cut to ``max_tokens``.
+
+Log-perplexity is rounded to ``STEP`` (0.001 nats: 0.1 % of the perplexity) before the logistic.
+An LM's float results depend on the batch a text is scored in (padding and batch size change
+the kernels' summation order, by about 1e-7), and a calibrated threshold sits one float above
+the largest clean suspicion: without the rounding, the same clean reply scored in another batch
+could land a hair above its own calibrated value and be flagged (measured: the Arabic reply
+"فهمت." in both halves of the xDial clean set, 5 of 152 held-out replies flagged).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.errors import RobustevalError
 from robusteval.types import Sample
+
+STEP = 0.001  # nats: log-perplexity is rounded to this (see the module docstring)
 
 
 @register_detector
@@ -47,13 +56,14 @@ class Perplexity(Detector):
         self.max_tokens = max_tokens
 
     def signature(self) -> str:
-        return f"model={self.lm.identity},center={self.center},width={self.width},max_tokens={self.max_tokens}"
+        return (f"model={self.lm.identity},center={self.center},width={self.width},max_tokens={self.max_tokens},"
+                f"step={STEP}")
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
         rows = []
         for v in np.asarray(nll, dtype=float):
-            log_ppl = float(min(v, 50.0))
+            log_ppl = round(float(min(v, 50.0)) / STEP) * STEP
             z = (log_ppl - math.log(self.center)) / self.width
             rows.append({"perplexity": float(math.exp(log_ppl)), "suspicion": 1.0 / (1.0 + math.exp(-z))})
         return rows
