@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,12 @@ def test_pipeline_saves_and_loads_like_the_stock_one(pipelines: tuple[Any, Any],
     fast.to_disk(tmp_path / "nlp")
     loaded = spacy.load(tmp_path / "nlp")
     assert "attribute_ruler_fast" in loaded.pipe_names and _annotations(loaded(text)) == expected
+    # in a fresh process that imports only spaCy: spaCy finds the factory by its entry point
+    # (without it: "[E002] Can't find factory for 'robusteval_fast_attribute_ruler'")
+    code = "import sys, spacy; print([t.pos_ for t in spacy.load(sys.argv[1])(sys.argv[2])])"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "nlp"), text], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == str([t.pos_ for t in stock(text)])
 
 
 def test_extension_attribute_rules_keep_the_stock_ruler() -> None:
