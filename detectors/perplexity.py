@@ -15,7 +15,9 @@ An LM's float results depend on the batch a text is scored in (padding and batch
 the kernels' summation order, by about 1e-7), and a calibrated threshold sits one float above
 the largest clean suspicion: without the rounding, the same clean reply scored in another batch
 could land a hair above its own calibrated value and be flagged (measured: the Arabic reply
-"فهمت." in both halves of the xDial clean set, 5 of 152 held-out replies flagged).
+"فهمت." in both halves of the xDial clean set, 5 of 152 held-out replies flagged). With it, two
+scorings of one text differ only when they straddle a rounding half-point (a chance of about
+noise / STEP, 1e-4). A non-finite value is passed on unrounded, for the detector's own error.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class Perplexity(Detector):
         nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
         rows = []
         for v in np.asarray(nll, dtype=float):
-            log_ppl = round(float(min(v, 50.0)) / STEP) * STEP
+            log_ppl = float(min(v, 50.0))
+            if math.isfinite(log_ppl):
+                log_ppl = round(log_ppl / STEP) * STEP
             z = (log_ppl - math.log(self.center)) / self.width
             rows.append({"perplexity": float(math.exp(log_ppl)), "suspicion": 1.0 / (1.0 + math.exp(-z))})
         return rows

@@ -486,11 +486,44 @@ def test_source_support_finds_a_swap_in_a_near_copy_wherever_the_parse_puts_it()
      ("Wenger has moved to play down speculation linking him with Liverpool winger Raheem Sterling",
       "Alexis Sanchez had offers from several clubs when he left Barcelona last summer, including Arsenal.")),
     (ROOTS.split(". ")[0] + ".", (ROOTS,)),
+    ("The museum will open in 2015 after the repairs.",
+     ("The museum will open in April 2015 after the repairs, the council said.",)),
+    ("Townsend was in the England squad for the game.",
+     ("Townsend was in the England squad for the game against Italy.",)),
 ])
 def test_source_support_passes_rewordings_the_parse_reads_differently(response: str, source: tuple[str, ...]) -> None:
     d = detectors.load("source_support")
     row = d.analyze([Sample(id="x", task="summarization", response=response, context=source)])[0]
     assert row["suspicion"] == 0.0, row
+
+
+@pytest.mark.parametrize(("response", "source", "finding"), [
+    # a date that keeps its year but changes its month is another date
+    ("The museum will open in May 2015 after the repairs.",
+     "The museum will open in April 2015 after the repairs, the council said.", "substitutions"),
+    # "have" and "do" as main verbs, and a copula with a preposition, are predicates
+    ("He does not have enough money for the trip.", "He has enough money for the trip, his mother said.",
+     "negation_flips"),
+    ("The team did not do enough to win the game.", "The team did enough to win the game on Sunday.",
+     "negation_flips"),
+    ("Townsend was not in the England squad for the game.",
+     "Townsend was in the England squad for the game against Italy.", "negation_flips"),
+])
+def test_source_support_keeps_what_the_revision_must_not_lose(response: str, source: str, finding: str) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(source,))])[0]
+    assert row[finding] and row["suspicion"] >= d.threshold, row
+
+
+def test_source_support_counts_one_swap_once() -> None:
+    from robusteval.detectors.source_support import swapped
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    source = next(nlp(ROOTS).sents)
+    twice = next(nlp(ROOTS.split(". ")[0].replace("1977", "over 200 years ago") + ", over 200 years ago.").sents)
+    assert swapped(twice, source, close=True).count("over 200 years ago") == 1
 
 
 def test_recase_writes_lower_cased_words_as_the_source_writes_them_inside_sentences() -> None:
@@ -501,8 +534,14 @@ def test_recase_writes_lower_cased_words_as_the_source_writes_them_inside_senten
     assert recase("paul merson criticized andros townsend .", source) == "Paul Merson criticized Andros Townsend ."
     # "repeated", "the", "said" are capitalized only where a sentence, a line or a list starts
     assert recase("repeated , the pundit said", source) == "repeated , the pundit said"
-    assert recase("Already Cased: merson", source) == "Already Cased: Merson"
     assert recase("梅森 批评了 汤森", source) == "梅森 批评了 汤森"
+    # a text with its own capitals inside a sentence keeps its casing
+    assert recase("The pundit Merson criticized andros townsend .", source) == (
+        "The pundit Merson criticized andros townsend .")
+    # a full stop after a title or an initial does not start a sentence
+    source = "Then Mr. Smith met J. Doe in the U.S. Army base."
+    assert recase("then mr. smith met j. doe at the u.s. army base , doe 's base .", source) == (
+        "then Mr. Smith met j. Doe at the u.s. Army base , Doe 's base .")  # single letters stay
 
 
 @pytest.mark.parametrize("response", [
