@@ -30,8 +30,9 @@ dialogue context, the knowledge fact and the references:
   numbers and dates are compared by value ("about 2000" and "about 2,000" agree);
 * **negation flips** -- a predicate negated in the response sentence and not in its aligned
   sentence, or the reverse ("will call" -> "will not call"). The predicate is the verb or
-  adjective; under a copula or an auxiliary it is the complement ("is not happy" -> ``happy``),
-  so a negated copula is not paired with every passive or copula of the aligned sentence.
+  adjective (an auxiliary is none: the verb it helps is); a copula is keyed on its complement
+  ("is not happy" -> ``happy``) or its preposition ("was not in" -> ``be in``), so a negated
+  copula is not paired with every passive or copula of the aligned sentence (:func:`negated`).
 
 Two details keep clean text from being read as swapped: each source part (a context turn, the
 fact, a reference) is parsed on its own, so no source sentence runs from one part into the
@@ -101,10 +102,6 @@ def supported(mention: str, kind: str, words: set[str], numbers: set[str]) -> bo
 
 def content(sent: Any) -> set[str]:
     return {t.lemma_.lower() for t in sent if t.is_alpha and not t.is_stop}
-
-
-AUXILIARIES = frozenset({"be", "have", "do", "will", "shall", "would", "should", "can", "could", "may", "might",
-                         "must"})
 
 
 def negated(sent: Any) -> dict[str, bool]:
