@@ -164,10 +164,11 @@ def test_the_shipped_table_covers_every_xdial_language_and_summaries() -> None:
 
 
 def _shipped_signatures_match(names: list[str]) -> None:
-    """A detector built with the shipped config's settings has the signature its shipped entries
-    were calibrated under: an entry whose signature no longer matches is silently skipped (the
-    class default applies instead), so a change to a detector's settings or identity must come
-    with a recalibrated table (configs/guard/defaults.yaml)."""
+    """Each detector as a user gets it (``detectors.load(name)``, what ``guard(metric, [name])``
+    builds) and as the shipped config builds it has the signature its shipped entries were
+    calibrated under: an entry whose signature no longer matches is silently skipped (the class
+    default applies instead), so a change to a detector's defaults, settings, model identity or
+    version must come with a recalibrated table (configs/guard/defaults.yaml)."""
     import yaml
     from robusteval.detectors.defaults import shipped
 
@@ -175,9 +176,9 @@ def _shipped_signatures_match(names: list[str]) -> None:
     specs = {(x if isinstance(x, str) else x["name"]): x for x in config["detectors"]}
     table = shipped()
     for name in names:
-        built = detectors.resolve([specs[name]])[0]
-        stale = {g for g, entries in table.items() if entries[name]["signature"] != built.signature()}
-        assert not stale, f"{name}: the shipped thresholds of {sorted(stale)} were calibrated with other settings"
+        for built in (detectors.load(name), detectors.resolve([specs[name]])[0]):
+            stale = {g for g, entries in table.items() if entries[name]["signature"] != built.signature()}
+            assert not stale, f"{name}: the shipped thresholds of {sorted(stale)} were calibrated with other settings"
 
 
 def test_the_shipped_table_matches_the_detectors_as_they_are_now() -> None:
