@@ -469,6 +469,24 @@ def test_harden_dict_keys_are_the_harden_configs_fields(tmp_path) -> None:
     assert not (tmp_path / "h").exists()  # refused before any folder is made
 
 
+def test_harden_refuses_a_split_without_test_or_val_contexts_before_any_work(tmp_path, monkeypatch) -> None:
+    import robusteval.training.harden as harden_mod
+
+    from robusteval.errors import RobustevalError
+
+    monkeypatch.setattr(harden_mod, "train_base", lambda *a, **k: pytest.fail("trained before checking the split"))
+    # quickstart-dialogue's 20 contexts at seed 3: train 17, val 3, test 0
+    cfg = {"seed": 3, "attack": {"dataset": "quickstart-dialogue", "attacks": ["generic-hello"]}}
+    with pytest.raises(RobustevalError, match=r"split of quickstart-dialogue \(20 contexts.*seed 3\) leaves test "
+                                              r"without a context \(train 17, val 3, test 0\)"):
+        harden_mod.harden(cfg, tmp_path / "h")
+    assert not (tmp_path / "h" / "round_0").exists()
+    # quickstart-summary's 12 at seed 1: no val context
+    cfg = {"seed": 1, "attack": {"dataset": "quickstart-summary", "attacks": ["generic-hello"]}}
+    with pytest.raises(RobustevalError, match="leaves val without a context"):
+        harden_mod.harden(cfg, tmp_path / "h2")
+
+
 def test_harden_has_one_seed(tmp_path, monkeypatch) -> None:
     """The attacks, the data splits and the model share the run's seed; seeds given in several
     places must agree (a data.seed alone used to stop the run at Lightning's first step)."""
@@ -494,6 +512,6 @@ def test_harden_has_one_seed(tmp_path, monkeypatch) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(harden_mod, "train_base", stop)
-    with pytest.raises(KeyboardInterrupt):
-        harden({**cfg, "seed": 3, "data": {}}, tmp_path / "h3")
-    assert seen == {"model": 3, "data": 3}
+    with pytest.raises(KeyboardInterrupt):  # seed 2: every split of quickstart-dialogue has a context
+        harden({**cfg, "seed": 2, "data": {}}, tmp_path / "h2")
+    assert seen == {"model": 2, "data": 2}
