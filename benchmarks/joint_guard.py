@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = args.detectors or detectors.names()
     dets = [detectors.load(n, **OPTIONS.get(n, {})) for n in names]
-    sigs = [d.signature() for d in dets]
+    sigs = [d.identity() for d in dets]
     cal = [s for c in CLEAN for s in load_clean(c, "calibration", root)]
     held = [s for c in CLEAN for s in load_clean(c, "heldout", root)]
     attacked = []

@@ -29,12 +29,15 @@ from robusteval.stats import flag_rate, pct
 KINDS = ("substitutions", "negation_flips", "unsupported")
 
 
-def shares(rows: list[dict]) -> list[str]:
-    """One cell per kind: the share of judged (not abstained) rows with a finding of it."""
+def cells(rows: list[dict]) -> list[str]:
+    """The row's n -- the judged (not abstained) texts, the denominator of every share, with
+    the abstentions named -- then one cell per kind: the share of judged texts with a finding
+    of it."""
     judged = [r for r in rows if not r.get("abstained")]
+    n = f"{len(judged)}" + (f" ({len(rows) - len(judged)} abstained)" if len(judged) < len(rows) else "")
     if not judged:
-        return ["n/a"] * len(KINDS)
-    return [pct(flag_rate(np.array([bool(r.get(k)) for r in judged]))) for k in KINDS]
+        return [n] + ["n/a"] * len(KINDS)
+    return [n] + [pct(flag_rate(np.array([bool(r.get(k)) for r in judged]))) for k in KINDS]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         for row, sample in adversarial_samples(rows, by_id):
             if row["family"] in families:
                 by_attack.setdefault(f"{row['attack']} ({dataset})", []).append(sample)
-    print(f"source_support {det.signature()}\n")
+    print(f"source_support {det.identity()}\n")
     print("| texts | n | with a substitution | with a negation flip | with an unsupported name / number |")
     print("|---|---|---|---|---|")
-    print(f"| {args.clean} (clean, held-out) | {len(clean)} | " + " | ".join(shares(det.analyze(clean))) + " |")
+    print(f"| {args.clean} (clean, held-out) | " + " | ".join(cells(det.analyze(clean))) + " |")
     for name, samples in sorted(by_attack.items()):
-        print(f"| {name} | {len(samples)} | " + " | ".join(shares(det.analyze(samples))) + " |")
+        print(f"| {name} | " + " | ".join(cells(det.analyze(samples))) + " |")
     return 0
 
 

@@ -67,6 +67,9 @@ class Detector(ABC):
     default_threshold: ClassVar[float] = 0.5
     needs: ClassVar[tuple[str, ...]] = ()  # what the sample must carry besides the response
     reads: ClassVar[tuple[str, ...]] = MEMO_FIELDS  # Sample fields _analyze may read (memo key)
+    # bumped when what the detector computes changes while its settings (signature) do not, so
+    # thresholds calibrated before stop applying (:meth:`identity`)
+    version: ClassVar[int] = 1
 
     def __init__(self, threshold: float | None = None) -> None:
         self.threshold = float(self.default_threshold if threshold is None else threshold)
@@ -161,9 +164,17 @@ class Detector(ABC):
         """Settings that change the suspicion values (a calibrated threshold is tied to them)."""
         return ""
 
+    def identity(self) -> str:
+        """What a calibrated threshold is tied to: the :attr:`version` of what the detector
+        computes and its :meth:`signature` (settings). Every threshold table -- the shipped
+        defaults, a thresholds file, a joint guard -- stores and matches this, so bumping
+        ``version`` retires thresholds calibrated before a change that left the settings alone.
+        Version 1 adds nothing (the signature as it always was)."""
+        return self.signature() if self.version == 1 else f"v{self.version}|{self.signature()}"
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "family": self.family, "threshold": self.threshold,
-                "threshold_source": self.threshold_source, "signature": self.signature()}
+                "threshold_source": self.threshold_source, "signature": self.identity()}
 
     def report(self) -> dict[str, Any]:
         return {**self.describe(), "fallbacks": dict(self.fallbacks)}
@@ -213,8 +224,8 @@ def apply_thresholds(detector: Detector, table: dict[str, dict[str, Any]], path:
     if entry is None:
         return
     sig = entry.get("signature", "")
-    if sig != detector.signature():
+    if sig != detector.identity():
         raise RobustevalError(f"threshold for {detector.name} in {path} was calibrated with settings "
-                              f"{sig!r}, but the detector runs with {detector.signature()!r}; recalibrate")
+                              f"{sig!r}, but the detector runs with {detector.identity()!r}; recalibrate")
     detector.threshold = float(entry["threshold"])
     detector.threshold_source = f"calibrated ({path})"

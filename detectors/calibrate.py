@@ -43,7 +43,7 @@ def _entry(d: Detector, values: np.ndarray, per: float, floor_at_default: bool =
 
     raw = threshold_for(values, per)
     t = max(raw, d.default_threshold) if floor_at_default else raw
-    entry = {"threshold": t, "signature": d.signature(), "target_fpr": per,
+    entry = {"threshold": t, "signature": d.identity(), "target_fpr": per,
              "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(values), "never_fires": t > 1.0}
     return {**entry, "calibrated": raw} if floor_at_default else entry
 
@@ -197,7 +197,7 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
 
     from tqdm import tqdm
 
-    sig = detector.signature()
+    sig = detector.identity()
 
     def key(s: Sample) -> str:
         h = hashlib.sha1(s.response.encode("utf-8")).hexdigest()[:16]

@@ -73,7 +73,7 @@ def group_keys(sample: Sample) -> list[str]:
 
 def lookup(table: dict[str, dict[str, dict[str, Any]]], detector: Any, keys: Sequence[str]) -> float | None:
     """The threshold for ``detector`` from a group table, trying ``keys`` (:func:`group_keys`)."""
-    sig = detector.signature()
+    sig = detector.identity()
     for key in keys:
         if key.endswith("/*"):
             task = key[:-2]

@@ -119,7 +119,7 @@ class GuardedMetric(Metric):
     def signature(self) -> str:
         from robusteval.detectors import defaults
 
-        dets = ";".join(f"{d.name}[{d.signature()}]@" + (f"default[{defaults.version()}]" if d.threshold_source
+        dets = ";".join(f"{d.name}[{d.identity()}]@" + (f"default[{defaults.version()}]" if d.threshold_source
                                                           == "default" else f"{d.threshold:.6g}")
                         for d in self.detectors)
         return f"{self.metric.reproducibility()}|guard={self.policy},penalty={self.penalty}|{dets}"

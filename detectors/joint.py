@@ -128,9 +128,9 @@ class JointGuard(Detector):
 
         self.inner = [detectors.load(n) for n in self.params["detectors"]]
         for d, sig in zip(self.inner, self.params["signatures"], strict=True):
-            if d.signature() != sig:
+            if d.identity() != sig:
                 raise RobustevalError(f"joint guard: {d.name} was fitted with settings {sig!r} but runs with "
-                                      f"{d.signature()!r}")
+                                      f"{d.identity()!r}")
 
     def signature(self) -> str:
         return f"coef={','.join(f'{c:.6g}' for c in self.params['coef'])},b={self.params['intercept']:.6g}"

@@ -54,6 +54,7 @@ counted in the report), as does a sample without any source text (``no_source``)
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -179,16 +180,11 @@ def lower_cased(text: str) -> bool:
                    for m in _WORD.finditer(text))
 
 
-def recase(text: str, source: str) -> str:
-    """A lower-cased ``text`` (:func:`lower_cased`) with its lower-case words written as the
-    source writes them where the source only ever capitalizes them inside a sentence ("paul
-    merson" -> "Paul Merson"). Many system outputs are lower-cased (SummEval's are), and spaCy's
-    NER and tagger read case: without this, the names of a lower-cased summary are not found,
-    so its swapped facts are not either. A word the source also writes in lower case, or
-    capitalizes only where a sentence starts, is left alone; so is a text that has its own
-    capitals (its casing is its own)."""
-    if not lower_cased(text):
-        return text
+@functools.lru_cache(maxsize=256)
+def casing(source: str) -> dict[str, str]:
+    """Lower-case word -> how ``source`` writes it, for the words the source only ever
+    capitalizes inside a sentence (its most frequent form). Worked out once per source: an
+    attack's candidates and a summary's many systems share one."""
     lower: set[str] = set()
     cased: dict[str, dict[str, int]] = {}
     for m in _WORD.finditer(source):
@@ -201,7 +197,20 @@ def recase(text: str, source: str) -> str:
         forms = cased.setdefault(w.lower(), {})
         forms[w] = forms.get(w, 0) + 1
     # single letters stay: initials ("J. Doe", "U.S.") would otherwise recase every "s" of "'s"
-    table = {k: max(v, key=lambda f: (v[f], f)) for k, v in cased.items() if k not in lower and len(k) > 1}
+    return {k: max(v, key=lambda f: (v[f], f)) for k, v in cased.items() if k not in lower and len(k) > 1}
+
+
+def recase(text: str, source: str) -> str:
+    """A lower-cased ``text`` (:func:`lower_cased`) with its lower-case words written as the
+    source writes them where the source only ever capitalizes them inside a sentence ("paul
+    merson" -> "Paul Merson"; :func:`casing`). Many system outputs are lower-cased (SummEval's
+    are), and spaCy's NER and tagger read case: without this, the names of a lower-cased summary
+    are not found, so its swapped facts are not either. A word the source also writes in lower
+    case, or capitalizes only where a sentence starts, is left alone; so is a text that has its
+    own capitals (its casing is its own)."""
+    if not lower_cased(text):
+        return text
+    table = casing(source)
     if not table:
         return text
     return _WORD.sub(lambda m: table.get(m.group(0), m.group(0)) if m.group(0) == m.group(0).lower()
@@ -299,9 +308,7 @@ class SourceSupport(Detector):
                              "Negation)")
     default_threshold: ClassVar[float] = 0.6
     reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references", "fact")
-    # bumped when what the detector finds changes, so thresholds calibrated before (the shipped
-    # table, a user's thresholds file) stop applying; 2: the revision of 2026-11-25
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 2  # 2: the revision of 2026-11-25 (Detector.identity)
 
     def __init__(self, scale: float = 1.0, align_min: float = 0.5, close_min: float = 0.8,
                  languages: tuple[str, ...] | list[str] | None = ("en",), threshold: float | None = None) -> None:
@@ -315,18 +322,13 @@ class SourceSupport(Detector):
 
     def signature(self) -> str:
         langs = ",".join(self.languages) if self.languages else "any"
-        return (f"v={self.version},scale={self.scale},align_min={self.align_min},close_min={self.close_min},"
-                f"languages={langs}")
+        return f"scale={self.scale},align_min={self.align_min},close_min={self.close_min},languages={langs}"
 
     @staticmethod
     def source_parts(s: Sample) -> list[str]:
         """The texts the response is checked against: the context turns, the fact and the
         references, each parsed on its own (a sentence never runs from one into the next)."""
         return [t for t in (*s.context, s.fact or "", *s.all_references()) if t and t.strip()]
-
-    @classmethod
-    def source_of(cls, s: Sample) -> str:
-        return "\n".join(cls.source_parts(s))
 
     def _abstain(self, s: Sample) -> dict[str, Any] | None:
         """The row of a sample this detector does not judge (a language it does not cover, no

@@ -522,8 +522,8 @@ def test_source_support_counts_one_swap_once() -> None:
 
     nlp = load_spacy()
     source = next(nlp(ROOTS).sents)
-    twice = next(nlp(ROOTS.split(". ")[0].replace("1977", "over 200 years ago") + ", over 200 years ago.").sents)
-    assert swapped(twice, source, close=True).count("over 200 years ago") == 1
+    twice = next(nlp(ROOTS.split(". ")[0].replace("1977", "in 1850") + " and in 1850.").sents)
+    assert swapped(twice, source, close=True).count("1850") == 1
 
 
 def test_recase_writes_lower_cased_words_as_the_source_writes_them_inside_sentences() -> None:

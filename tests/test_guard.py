@@ -140,6 +140,33 @@ def test_default_thresholds_follow_task_and_language_then_the_most_permissive() 
     assert thresholds(given, samples, _table()).tolist() == [0.2] * 7
 
 
+def test_a_new_detector_version_retires_thresholds_calibrated_before(tmp_path, monkeypatch) -> None:
+    """Same settings, another version: the shipped table, a thresholds file and a joint guard
+    all stop applying what was calibrated for the old version (Detector.identity)."""
+    from robusteval.detectors import joint
+    from robusteval.detectors.base import apply_thresholds
+    from robusteval.detectors.defaults import thresholds
+
+    class HasX2(HasX):
+        version: ClassVar[int] = 2
+
+    old, new = HasX(), HasX2()
+    assert old.identity() == old.signature() == "" and new.identity() == "v2|"
+    sample = [Sample(id="en", task="dialogue", response="I think that is a good idea")]
+    assert thresholds(old, sample, _table()).tolist() == [0.3]
+    assert thresholds(new, sample, _table()).tolist() == [0.5]  # the class default, not v1's 0.3
+    assert thresholds(new, sample, _table(new.identity())).tolist() == [0.3]
+    with pytest.raises(RobustevalError, match="recalibrate"):
+        apply_thresholds(new, {"has_x": {"threshold": 0.3, "signature": old.identity()}}, tmp_path / "t.json")
+    clean = np.zeros((20, 1))
+    params = joint.fit(np.r_[clean, np.ones((20, 1))], np.r_[np.zeros(20), np.ones(20)], clean, 0.05,
+                       ["has_x"], [old.identity()])
+    load = detectors.load
+    monkeypatch.setattr(detectors, "load", lambda name, **kw: HasX2() if name == "has_x" else load(name, **kw))
+    with pytest.raises(RobustevalError, match="fitted with settings ''"):
+        load("joint", model=params)
+
+
 def test_flags_and_the_guard_use_the_per_sample_default(monkeypatch) -> None:
     from robusteval.detectors import defaults
 
@@ -177,7 +204,7 @@ def _shipped_signatures_match(names: list[str]) -> None:
     table = shipped()
     for name in names:
         for built in (detectors.load(name), detectors.resolve([specs[name]])[0]):
-            stale = {g for g, entries in table.items() if entries[name]["signature"] != built.signature()}
+            stale = {g for g, entries in table.items() if entries[name]["signature"] != built.identity()}
             assert not stale, f"{name}: the shipped thresholds of {sorted(stale)} were calibrated with other settings"
 
 
