@@ -4,13 +4,21 @@ Vasselli & Watanabe (Table 2, "previous utterance" and "previous-utterance prefi
 copying the last turn into the response fooled UniEval more than any other attack; robusteval
 measures the same against overlap-with-context metrics (BENCHMARKS.md §5: 94-100 % ASR).
 
-Features, on word tokens of the texts' skeletons (case-folded, lookalike letters read as
-Latin, invisible characters dropped; punctuation ignored): the share of the response's n-grams (n = 1..3, the
-largest share kept per n; trigrams weigh most) found in the last utterance and in the whole
-context, and the longest common token substring with the last utterance relative to the
-response and to the last utterance. Suspicion is the largest of: trigram containment in the
-last turn, the longest common substring covering most of the last turn (a verbatim copy or
-prefix), and 0.8 x trigram containment in the whole context.
+Features, on the words of the texts' skeletons (case-folded, lookalike letters read as
+Latin, invisible characters dropped; punctuation ignored; a word keeps its combining marks, so
+Devanagari or Thai words are not split at their vowel signs): the share of the response's
+n-grams (n = 1..3) found in the last utterance and in the whole context, and the longest common
+word substring with the last utterance relative to the response and to the last utterance.
+Suspicion is the largest of: trigram containment in the last turn, the longest common substring
+covering most of the last turn (a verbatim copy or prefix), and 0.8 x trigram containment in
+the whole context.
+
+A response too short for a trigram (one or two words) is judged on the copy of the last turn
+alone (version 2). Version 1 fell back to *word* containment there, and an echo question is
+natural dialogue: "¿qué pasó?" after "¿no sabes lo que pasó?", or a two-word reply whose words
+both occur somewhere earlier, scored 0.8-1.0, as high as a copied turn. On the 306 well-rated
+DailyDialog-Zhao replies that put the calibrated default threshold above 1 (never firing, even
+on a verbatim copy) in French, Arabic, Hindi and the CJK group (BENCHMARKS §9b).
 
 Only dialogue samples have a conversational context; for other tasks (a summary should
 overlap its source) the detector returns 0 and counts the sample as ``not_applicable``.
@@ -18,21 +26,22 @@ overlap its source) the detector returns 0 and counts the sample as ``not_applic
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
 from robusteval.detectors.sanitize import skeleton
 
+from robusteval.text import words
 from robusteval.types import Sample
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
 
 
 def tokens(text: str) -> list[str]:
-    """Word tokens of the text's :func:`~robusteval.detectors.sanitize.skeleton`: a copy
-    disguised with lookalike letters, zero-width spaces or case changes is still a copy."""
-    return _TOKEN.findall(skeleton(text))
+    """Words (:func:`robusteval.text.words`) of the text's
+    :func:`~robusteval.detectors.sanitize.skeleton`: a copy disguised with lookalike letters,
+    zero-width spaces or case changes is still a copy."""
+    return words(skeleton(text))
 
 
 def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:
@@ -70,6 +79,7 @@ class ContextCopy(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
+    version: ClassVar[int] = 2  # words with their combining marks; no word containment for 1-2 words
     reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
 
@@ -95,8 +105,9 @@ class ContextCopy(Detector):
             lcs = longest_common_substring(resp, last)
             lcs_resp = lcs / len(resp) if resp else 0.0
             lcs_last = lcs / len(last) if last else 0.0
-            tri_last = contain_last[3] if len(resp) >= 3 else contain_last[1]
-            tri_ctx = contain_ctx[3] if len(resp) >= 3 else contain_ctx[1]
+            long_enough = len(resp) >= MIN_CONTAINMENT_WORDS
+            tri_last = contain_last[3] if long_enough else 0.0
+            tri_ctx = contain_ctx[3] if long_enough else 0.0
             copy_of_turn = lcs_last if lcs >= 4 or lcs_last == 1.0 else 0.0
             rows.append({"applicable": True, "contain_last": contain_last, "contain_context": contain_ctx,
                          "lcs": lcs, "lcs_share_response": lcs_resp, "lcs_share_last": lcs_last,

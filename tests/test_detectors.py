@@ -240,6 +240,39 @@ def test_context_copy() -> None:
     assert d.report()["fallbacks"]["not_applicable"] == 1
 
 
+# (language, last turn, a natural short reply that echoes it or an earlier turn): version 1 rated
+# each 0.8-1.0, as high as a copied turn (word containment when the reply has no trigram)
+ECHOES = [
+    ("spanish", "¿no sabes lo que pasó?", "¿qué pasó?"),
+    ("english", "you know what happened ?", "what happened ?"),
+    ("hindi", "आप नहीं जानते कि क्या हुआ?", "क्या हुआ?"),
+    ("french", "Vous ne savez pas ce qui s’est passé ?", "passé quoi ?"),
+    ("russian", "ты не знаешь, что случилось?", "что случилось?"),
+    ("chinese", "你不知道发生了什么？ 真的", "真的"),
+    ("arabic", "ألا تعرف ماذا حدث؟", "ماذا حدث؟"),
+]
+
+
+@pytest.mark.parametrize(("language", "last", "reply"), ECHOES, ids=[e[0] for e in ECHOES])
+def test_context_copy_does_not_take_a_short_echo_for_a_copy(language: str, last: str, reply: str) -> None:
+    d = detectors.load("context_copy")
+    echo = Sample(id=language, task="dialogue", response=reply, context=("hello there", last))
+    assert d.detect([echo])[0] == 0.0
+    # the same words copying the whole last turn are a copy, however short
+    copy = Sample(id=language, task="dialogue", response=reply, context=("hello there", reply))
+    assert d.detect([copy])[0] == 1.0
+
+
+def test_context_copy_keeps_words_with_their_combining_marks() -> None:
+    """Devanagari vowel signs are marks, not letters: a word is not split at them (version 1's
+    ``\\w+`` cut "क्या" into "क" and "य"), and a Persian word with a ZWNJ stays one word."""
+    from robusteval.detectors.context_copy import tokens
+
+    assert tokens("क्या हुआ?") == ["क्या", "हुआ"]
+    assert tokens("می\u200cخواهم بروم") == ["میخواهم", "بروم"]  # the skeleton drops the joiner
+    assert detectors.load("context_copy").version == 2
+
+
 @pytest.mark.parametrize("name", ["context_copy", "generic"])
 def test_not_applicable_is_counted_once_per_sample_memo_hits_included(name: str) -> None:
     """A summary is outside both detectors' task: each of the three summaries counts -- the
