@@ -10,6 +10,16 @@ Suspicion is logistic in log-perplexity: ``1 / (1 + exp(-(ln ppl - ln center) / 
 (center 2,000, width 1: ppl 300 -> 0.13, ppl 20,000 -> 0.91). ``model`` is any local HF causal
 LM folder or hub id (``None``: the converted SmolLM2). Texts are cut to ``max_tokens``.
 
+**A dialogue reply is scored given its context** (``context="auto"``, the default; version 2):
+the perplexity of the reply's tokens after the conversation's last ``context_tokens`` tokens
+(the turns joined by newlines). Out of context, a short fluent reply ("okay .", "thank you .")
+is as improbable as word salad: on DailyDialog-Zhao the highest-perplexity well-rated English
+reply reached 11.4 nats, so a threshold calibrated on them let jumbled and reversed turns pass
+(0 % detected). Given the context, the same replies stay below 6.6 nats, and jumbled words,
+reversed words and noun-only replies stand out (BENCHMARKS §9, "perplexity given the
+context"). Other tasks (a summary and its document) are scored alone; ``context="none"``
+scores every text alone, as version 1 did.
+
 Log-perplexity is rounded to ``STEP`` (0.001 nats: 0.1 % of the perplexity) before the logistic.
 An LM's float results depend on the batch a text is scored in (padding and batch size change
 the kernels' summation order, by about 1e-7), and a calibrated threshold sits one float above
@@ -32,6 +42,7 @@ from robusteval.errors import RobustevalError
 from robusteval.types import Sample
 
 STEP = 0.001  # nats: log-perplexity is rounded to this (see the module docstring)
+CONTEXT_MODES = ("auto", "none")
 
 
 @register_detector
@@ -43,11 +54,17 @@ class Perplexity(Detector):
     source: ClassVar[str] = ("LM perplexity filter against ungrammatical attacks (Vasselli & Watanabe, Table 2; "
                              "Mu & Lim 2022 §6.2 broken sentences)")
     default_threshold: ClassVar[float] = 0.5
-    reads: ClassVar[tuple[str, ...]] = ("response",)
+    version: ClassVar[int] = 2  # a dialogue reply is scored given its context
+    reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
 
     def __init__(self, model: str | None = None, center: float = 2000.0, width: float = 1.0,
-                 max_tokens: int = 512, threshold: float | None = None, backend: Any = None) -> None:
+                 max_tokens: int = 512, context: str = "auto", context_tokens: int = 256,
+                 threshold: float | None = None, backend: Any = None) -> None:
         super().__init__(threshold)
+        if context not in CONTEXT_MODES:
+            raise ValueError(f"perplexity: context must be one of {CONTEXT_MODES}, got {context!r}")
+        if context_tokens < 1:
+            raise ValueError(f"perplexity: context_tokens must be >= 1, got {context_tokens}")
         from robusteval.llm.backends import LocalCausalLM, resolve_backend
 
         self.lm = backend if backend is not None else resolve_backend(None if model is None else f"local:{model}")
@@ -56,18 +73,32 @@ class Perplexity(Detector):
         self.center = center
         self.width = width
         self.max_tokens = max_tokens
+        self.context, self.context_tokens = context, int(context_tokens)
+
+    def prefix(self, sample: Sample) -> str | None:
+        """The text a response is scored after: a dialogue's turns (``context="auto"``), else None."""
+        if self.context == "auto" and sample.task == "dialogue" and sample.context:
+            return "\n".join(sample.context) + "\n"
+        return None
 
     def signature(self) -> str:
         return (f"model={self.lm.identity},center={self.center},width={self.width},max_tokens={self.max_tokens},"
-                f"step={STEP}")
+                f"step={STEP},context={self.context}" + (f",context_tokens={self.context_tokens}"
+                                                   if self.context != "none" else ""))
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
-        nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
+        prefixes = [self.prefix(s) for s in samples]
+        if any(p is not None for p in prefixes):
+            nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens, prefixes=prefixes,
+                                   max_prefix_tokens=self.context_tokens)
+        else:
+            nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
         rows = []
-        for v in np.asarray(nll, dtype=float):
+        for v, p in zip(np.asarray(nll, dtype=float), prefixes, strict=True):
             log_ppl = float(min(v, 50.0))
             if math.isfinite(log_ppl):
                 log_ppl = round(log_ppl / STEP) * STEP
             z = (log_ppl - math.log(self.center)) / self.width
-            rows.append({"perplexity": float(math.exp(log_ppl)), "suspicion": 1.0 / (1.0 + math.exp(-z))})
+            rows.append({"perplexity": float(math.exp(log_ppl)), "given_context": p is not None,
+                         "suspicion": 1.0 / (1.0 + math.exp(-z))})
         return rows

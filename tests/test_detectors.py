@@ -337,9 +337,10 @@ def test_perplexity_matches_a_direct_computation(tiny_lm) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    d = detectors.load("perplexity", model=str(tiny_lm))
+    d = detectors.load("perplexity", model=str(tiny_lm), context="none")
     text = "the cat sat on the mat"
     row = d.analyze([dlg(text)])[0]
+    assert row["given_context"] is False
     tok = AutoTokenizer.from_pretrained(tiny_lm)
     model = AutoModelForCausalLM.from_pretrained(tiny_lm).eval()
     ids = torch.tensor([[tok.bos_token_id, *tok.encode(text, add_special_tokens=False)]])
@@ -355,6 +356,36 @@ def test_perplexity_matches_a_direct_computation(tiny_lm) -> None:
     assert "model=local:sha256=" in d.signature() and str(tiny_lm) not in d.signature()
 
 
+def test_perplexity_scores_a_dialogue_reply_given_its_context(tiny_lm) -> None:
+    """Version 2: a dialogue reply's tokens are scored after its context's last
+    ``context_tokens`` tokens (turns joined by newlines); a summary is scored alone."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    d = detectors.load("perplexity", model=str(tiny_lm), context_tokens=5)
+    tok = AutoTokenizer.from_pretrained(tiny_lm)
+    model = AutoModelForCausalLM.from_pretrained(tiny_lm).eval()
+    reply = dlg("the cat sat on the mat")
+    prefix = tok.encode("\n".join(reply.context) + "\n", add_special_tokens=False)[-5:]
+    own = tok.encode(reply.response, add_special_tokens=False)
+    ids = torch.tensor([[tok.bos_token_id, *prefix, *own]])
+    labels = ids.clone()
+    labels[0, : 1 + len(prefix)] = -100  # the loss over the reply's own tokens only
+    with torch.no_grad():
+        nll = float(model(input_ids=ids, labels=labels).loss)
+    row = d.analyze([reply])[0]
+    assert row["given_context"] is True
+    assert row["perplexity"] == pytest.approx(np.exp(nll), rel=6e-4)
+    # in a batch beside a summary (scored alone) and a reply with another context, the same value
+    other = Sample(id="o", task="dialogue", response=reply.response, context=("a different turn",))
+    rows = d.analyze([summ(reply.response), other, reply])
+    assert rows[0]["given_context"] is False and rows[2]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
+    assert rows[1]["perplexity"] != pytest.approx(row["perplexity"], rel=1e-3)  # the context is read
+    assert "context=auto,context_tokens=5" in d.signature() and d.identity().startswith("v2|")
+    with pytest.raises(ValueError, match="context must be one of"):
+        detectors.load("perplexity", model=str(tiny_lm), context="always")
+
+
 def test_perplexity_float_noise_of_the_batch_cannot_move_a_text_across_its_calibrated_threshold(tiny_lm,
                                                                                                monkeypatch) -> None:
     from robusteval.detectors.calibrate import threshold_for
@@ -362,7 +393,7 @@ def test_perplexity_float_noise_of_the_batch_cannot_move_a_text_across_its_calib
     d = detectors.load("perplexity", model=str(tiny_lm))
     # the same reply, scored in two batches: the LM's float results differ in the last bits
     noisy = iter([np.array([7.123456712]), np.array([7.123456789])])
-    monkeypatch.setattr(d.lm, "text_nll", lambda texts, max_tokens=512: next(noisy))  # the backend is shared
+    monkeypatch.setattr(d.lm, "text_nll", lambda texts, max_tokens=512, **kw: next(noisy))  # the backend is shared
     calibration = d.detect([dlg("فهمت.")])
     d._memo.clear()  # scored afresh, as in another run
     heldout = d.detect([dlg("فهمت.")])

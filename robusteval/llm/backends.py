@@ -214,32 +214,46 @@ class LocalCausalLM:
         where = {p: i for i, p in enumerate(uniq)}
         return rows[[where[p] for p in prompts]] if prompts else np.zeros((0, len(options)))
 
-    def _batches(self, prompts: Sequence[str]) -> list[list[int]]:
-        """Prompt indices grouped into batches of similar length (less padding)."""
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-
-    def text_nll(self, texts: Sequence[str], max_tokens: int = 512) -> np.ndarray:
+    def text_nll(self, texts: Sequence[str], max_tokens: int = 512, prefixes: Sequence[str | None] | None = None,
+                 max_prefix_tokens: int = 256) -> np.ndarray:
         """Mean negative log-likelihood per token of each raw text (no chat template), each
-        scored after a start token (BOS, else EOS) and cut to ``max_tokens`` tokens."""
+        scored after a start token (BOS, else EOS) and cut to ``max_tokens`` tokens.
+
+        With ``prefixes``, text ``i`` is scored *given* ``prefixes[i]`` (its last
+        ``max_prefix_tokens`` tokens, placed between the start token and the text; ``None`` or
+        ``""``: no prefix): the mean is over the text's own tokens only. Text and prefix are
+        tokenized apart, so a text gets the same tokens with or without one."""
         torch = self._torch
         start = self.tokenizer.bos_token_id
         start = self.tokenizer.eos_token_id if start is None else start
+        if prefixes is not None and len(prefixes) != len(texts):
+            raise ValueError(f"text_nll: {len(prefixes)} prefixes for {len(texts)} texts")
+
+        def encode(text: str) -> list[int]:
+            # verbose=False: no "longer than the maximum ... indexing errors" warning for a
+            # text that is never fed whole
+            return self.tokenizer.encode(text, add_special_tokens=False, verbose=False)
+
+        heads = [[start, *(encode(p)[-max_prefix_tokens:] if p and max_prefix_tokens > 0 else [])]
+                 for p in (prefixes if prefixes is not None else [None] * len(texts))]
+        bodies = [encode(t)[:max_tokens] for t in texts]
         out = np.zeros(len(texts))
-        for idx in self._batches(texts):
-            # tokenized whole, then cut (verbose=False: no "longer than the maximum ... indexing
-            # errors" warning for a text that is never fed whole)
-            seqs = [[start, *self.tokenizer.encode(texts[i], add_special_tokens=False, verbose=False)[:max_tokens]]
-                    for i in idx]
+        order = sorted(range(len(texts)), key=lambda i: len(heads[i]) + len(bodies[i]))  # less padding
+        for b in range(0, len(order), self.batch_size):
+            idx = order[b:b + self.batch_size]
+            seqs = [heads[i] + bodies[i] for i in idx]
             width = max(len(q) for q in seqs)
             pad = self.tokenizer.pad_token_id
             ids = torch.tensor([q + [pad] * (width - len(q)) for q in seqs], device=self.device)
             mask = torch.tensor([[1] * len(q) + [0] * (width - len(q)) for q in seqs], device=self.device)
+            # the positions predicted: the text's own tokens (position j predicts token j + 1)
+            own = torch.tensor([[len(heads[i]) - 1 <= j < len(heads[i]) - 1 + len(bodies[i]) for j in range(width - 1)]
+                                for i in idx], device=self.device)
             with torch.no_grad():
                 logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1, :].float()
             self.calls += 1
             logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
-            m = mask[:, 1:].float()
+            m = own.float()
             nll = -(logp * m).sum(-1) / m.sum(-1).clamp(min=1.0)
             out[idx] = nll.cpu().numpy()
         return out
