@@ -378,12 +378,28 @@ def test_perplexity_scores_a_dialogue_reply_given_its_context(tiny_lm) -> None:
     assert row["perplexity"] == pytest.approx(np.exp(nll), rel=6e-4)
     # in a batch beside a summary (scored alone) and a reply with another context, the same value
     other = Sample(id="o", task="dialogue", response=reply.response, context=("a different turn",))
+    alone = detectors.load("perplexity", model=str(tiny_lm), context="none").analyze([reply])[0]
+    d._memo.clear()  # scored afresh, padded beside the others
     rows = d.analyze([summ(reply.response), other, reply])
-    assert rows[0]["given_context"] is False and rows[2]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
+    assert rows[0]["given_context"] is False and rows[0]["perplexity"] == pytest.approx(alone["perplexity"], rel=1e-5)
+    assert rows[2]["perplexity"] == pytest.approx(row["perplexity"], rel=1e-5)
     assert rows[1]["perplexity"] != pytest.approx(row["perplexity"], rel=1e-3)  # the context is read
     assert "context=auto,context_tokens=5" in d.signature() and d.identity().startswith("v2|")
     with pytest.raises(ValueError, match="context must be one of"):
         detectors.load("perplexity", model=str(tiny_lm), context="always")
+
+
+def test_perplexity_context_gives_way_to_the_model_positions(tiny_lm) -> None:
+    """A long context is cut so that start token + context + reply fit the model's positions
+    (the tiny model has 600; 256 context tokens + a 500-token reply would not)."""
+    from transformers import AutoConfig
+
+    assert AutoConfig.from_pretrained(tiny_lm).max_position_embeddings < 1 + 256 + 512
+    d = detectors.load("perplexity", model=str(tiny_lm))  # 256 context tokens, replies cut to 512
+    long = Sample(id="long", task="dialogue", response="the cat sat on the mat . " * 120,
+                  context=("a long turn about cats and mats . " * 60,))
+    row = d.analyze([long])[0]  # did not fail on an index past the position table
+    assert row["given_context"] is True and np.isfinite(row["perplexity"])
 
 
 def test_perplexity_float_noise_of_the_batch_cannot_move_a_text_across_its_calibrated_threshold(tiny_lm,

@@ -222,7 +222,10 @@ class LocalCausalLM:
         With ``prefixes``, text ``i`` is scored *given* ``prefixes[i]`` (its last
         ``max_prefix_tokens`` tokens, placed between the start token and the text; ``None`` or
         ``""``: no prefix): the mean is over the text's own tokens only. Text and prefix are
-        tokenized apart, so a text gets the same tokens with or without one."""
+        tokenized apart, so a text gets the same tokens with or without one. A prefix is cut further
+        where the start token, prefix and text would exceed the model's
+        ``max_position_embeddings``. A text of no tokens gets 0 (perplexity 1), as without a
+        prefix; the detectors never send one (an empty response is flagged before)."""
         torch = self._torch
         start = self.tokenizer.bos_token_id
         start = self.tokenizer.eos_token_id if start is None else start
@@ -234,9 +237,12 @@ class LocalCausalLM:
             # text that is never fed whole
             return self.tokenizer.encode(text, add_special_tokens=False, verbose=False)
 
-        heads = [[start, *(encode(p)[-max_prefix_tokens:] if p and max_prefix_tokens > 0 else [])]
-                 for p in (prefixes if prefixes is not None else [None] * len(texts))]
         bodies = [encode(t)[:max_tokens] for t in texts]
+        # a prefix never pushes a sequence past the model's positions: it gives way to the text
+        positions = getattr(self.model.config, "max_position_embeddings", None) or (1 + max_prefix_tokens + max_tokens)
+        heads = [[start, *(encode(p)[-min(max_prefix_tokens, positions - 1 - len(body)):]
+                           if p and min(max_prefix_tokens, positions - 1 - len(body)) > 0 else [])]
+                 for p, body in zip(prefixes if prefixes is not None else [None] * len(texts), bodies, strict=True)]
         out = np.zeros(len(texts))
         order = sorted(range(len(texts)), key=lambda i: len(heads[i]) + len(bodies[i]))  # less padding
         for b in range(0, len(order), self.batch_size):
