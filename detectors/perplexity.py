@@ -90,11 +90,8 @@ class Perplexity(Detector):
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         prefixes = [self.prefix(s) for s in samples]
-        if any(p is not None for p in prefixes):
-            nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens, prefixes=prefixes,
-                                   max_prefix_tokens=self.context_tokens)
-        else:
-            nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens)
+        nll = self.lm.text_nll([s.response for s in samples], max_tokens=self.max_tokens, prefixes=prefixes,
+                               max_prefix_tokens=self.context_tokens)
         rows = []
         for v, p in zip(np.asarray(nll, dtype=float), prefixes, strict=True):
             log_ppl = float(min(v, 50.0))

@@ -240,9 +240,17 @@ class LocalCausalLM:
         bodies = [encode(t)[:max_tokens] for t in texts]
         # a prefix never pushes a sequence past the model's positions: it gives way to the text
         positions = getattr(self.model.config, "max_position_embeddings", None) or (1 + max_prefix_tokens + max_tokens)
-        heads = [[start, *(encode(p)[-min(max_prefix_tokens, positions - 1 - len(body)):]
-                           if p and min(max_prefix_tokens, positions - 1 - len(body)) > 0 else [])]
-                 for p, body in zip(prefixes if prefixes is not None else [None] * len(texts), bodies, strict=True)]
+        encoded: dict[str, list[int]] = {}  # the candidates of one attack share one context: encode it once
+
+        def head(prefix: str | None, body: list[int]) -> list[int]:
+            room = min(max_prefix_tokens, positions - 1 - len(body))
+            if not prefix or room <= 0:
+                return [start]
+            if prefix not in encoded:
+                encoded[prefix] = encode(prefix)
+            return [start, *encoded[prefix][-room:]]
+
+        heads = [head(p, body) for p, body in zip(prefixes or [None] * len(texts), bodies, strict=True)]
         out = np.zeros(len(texts))
         order = sorted(range(len(texts)), key=lambda i: len(heads[i]) + len(bodies[i]))  # less padding
         for b in range(0, len(order), self.batch_size):
