@@ -141,6 +141,9 @@ def test_reference_based_victims_are_compared_with_the_original_response() -> No
     ({"smoothing": {"perturbation": "gaussian"}}, "smoothing.perturbation"),
     ({"smoothing": {"n": 0}}, "n >= 1"),
     ({"smoothing": {"draws": 3}}, "unknown key"),
+    ({"guard": {"detectors": ["nonalnum"], "thresholds": "shipped"}}, "needs fpr_sets"),
+    ({"guard": {"detectors": ["nonalnum"], "thresholds": "t.json", "calibrate": {"clean": ["quickstart-references"]}}},
+     "not both"),
 ])
 def test_config_errors_name_the_problem(tiny_bert, patch, message) -> None:
     cfg = {**tiny_config(tiny_bert), **patch}
@@ -184,6 +187,60 @@ def test_a_bad_thresholds_file_fails_before_the_run_folder_is_claimed(tiny_bert,
     out = tmp_path / "run"
     assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
     assert message in capsys.readouterr().err and not out.exists()
+
+
+def test_false_positives_count_each_text_against_its_own_threshold() -> None:
+    """Shipped defaults differ per task and language: the numerator is the texts whose
+    suspicion reaches the threshold that applies to *them*, the denominator every text."""
+    from robusteval.compare.guarding import false_positive_rates
+
+    class Det:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    clean = {"set": {"a": (np.array([0.8, 0.8, 0.8, 0.1]), np.array([0.75, 1.0, 0.8, 0.2])),
+                     "b": (np.array([0.0, 0.9, 0.0, 0.0]), np.array([0.5, 0.5, 0.5, 0.5]))}}
+    fpr = false_positive_rates([Det("a"), Det("b")], clean)
+    assert (fpr["a"]["set"]["flagged"], fpr["a"]["set"]["n"]) == (2, 4)
+    assert (fpr["b"]["set"]["flagged"], fpr["b"]["set"]["n"]) == (1, 4)
+    assert (fpr["combined"]["set"]["flagged"], fpr["combined"]["pooled"]["n"]) == (3, 4)
+
+
+def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flags(tmp_path) -> None:
+    """``guard.thresholds: shipped``: the guard a user gets with no thresholds file. Its false
+    positives are counted with each clean text's group threshold (English dialogue ``generic``:
+    1.0 shipped, 0.75 class default), and the report says where the thresholds came from."""
+    from robusteval import detectors
+    from robusteval.compare.guarding import SHIPPED_LABEL
+    from robusteval.detectors.clean import load_clean
+
+    replies = ["Yeah, I think so.", "okay .", "We could take the train at nine and be there by noon."]
+    rows = [{"id": f"c{i}", "context": ["Shall we go to the coast on Saturday?"], "response": replies[i % 3]}
+            for i in range(30)]
+    clean_file = tmp_path / "clean.jsonl"
+    clean_file.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = {"name": "shipped", "seed": 0, "budget": 6, "n_boot": 20,
+           "guard": {"detectors": ["generic", "speaker_tag"], "thresholds": "shipped", "fpr_sets": [str(clean_file)]},
+           "suites": [{"name": "dialogue", "dataset": "quickstart-dialogue",
+                       "split": {"val_fraction": 0.0, "test_fraction": 0.3},
+                       "attacks": ["speaker-tag-teacher", "generic-cucumber"], "victims": ["rougeL"]}]}
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    guard = report["guard"]
+    assert guard["thresholds"] == {"generic": SHIPPED_LABEL, "speaker_tag": SHIPPED_LABEL}
+    assert "shipped defaults" in guard["thresholds_file"]
+    heldout = load_clean(str(clean_file), "heldout", None)
+    generic = detectors.resolve(["generic"])[0]
+    susp = generic.detect(heldout)
+    expected = int(np.sum(susp >= generic.thresholds(heldout)))
+    assert expected < int(np.sum(susp >= generic.threshold))  # the class default would count more
+    got = guard["false_positive_rate"]["generic"][str(clean_file)]
+    assert (got["flagged"], got["n"]) == (expected, len(heldout))
+    # the guarded victim used the same per-sample thresholds: the speaker tag is caught
+    guarded = report["suites"]["dialogue"]["victims"]["rougeL"]["variants"]["guarded"]
+    assert guarded["available"]
+    assert "shipped" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:

@@ -13,16 +13,20 @@ from robusteval.compare.config import CompareConfig
 from robusteval.results import JsonlLog, write_json
 
 
-def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str | None) -> tuple[list[Any], str]:
+def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str | None) -> tuple[list[Any], str | None]:
     """The configured detectors with thresholds applied; returns them and the thresholds file
     (the given one, or ``<out>/thresholds.json`` calibrated on the calibration half of
-    ``guard.calibrate.clean``)."""
+    ``guard.calibrate.clean``), or None with ``thresholds: shipped``: the detectors then keep
+    their defaults and look up the package's threshold per sample (task and language)."""
     from robusteval import detectors
+    from robusteval.config.compare import SHIPPED
     from robusteval.detectors.calibrate import calibrate
     from robusteval.detectors.clean import load_clean
 
     spec = cfg.guard
     dets = detectors.resolve(spec.detectors)
+    if spec.thresholds == SHIPPED:
+        return dets, None
     if spec.thresholds:
         path = str(spec.thresholds)
     else:
@@ -35,22 +39,43 @@ def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str 
     return detectors.resolve(dets, path), path
 
 
-def clean_suspicion(dets: Sequence[Any], cfg: CompareConfig, log: JsonlLog,
-                    data_dir: str | None) -> dict[str, dict[str, np.ndarray]]:
-    """Suspicion of every detector on the held-out half of each ``fpr_sets`` clean set."""
+def thresholds_source(dets: Sequence[Any], path: str | None, out: Path) -> tuple[dict[str, float | str], str]:
+    """The report's record of where the thresholds came from: per detector its number, or the
+    shipped per-group defaults' description; and the file (relative to the run folder if inside)."""
+    if path is None:
+        from robusteval.detectors.defaults import FILE, version
+
+        return ({d.name: SHIPPED_LABEL for d in dets},
+                f"robusteval/resources/{FILE} (shipped defaults, version {version()})")
+    rel = str(Path(path).relative_to(out)) if Path(path).is_relative_to(out) else path
+    return {d.name: float(d.threshold) for d in dets}, rel
+
+
+SHIPPED_LABEL = "shipped default (per task and language)"
+
+
+Clean = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
+
+
+def clean_suspicion(dets: Sequence[Any], cfg: CompareConfig, log: JsonlLog, data_dir: str | None) -> Clean:
+    """Per ``fpr_sets`` clean set and detector: the suspicion of each text of the set's held-out
+    half and the threshold that applies to it (one number for calibrated thresholds; the shipped
+    defaults differ by the text's task and language)."""
     from robusteval.detectors.calibrate import detect_logged
     from robusteval.detectors.clean import load_clean
 
-    result: dict[str, dict[str, np.ndarray]] = {}
+    result: Clean = {}
     for name in cfg.guard.fpr_sets:
         samples = load_clean(name, "heldout", data_dir or cfg.data_dir)
-        result[name] = {d.name: detect_logged(d, samples, log, desc=f"{d.name} on {name}") for d in dets}
+        result[name] = {d.name: (detect_logged(d, samples, log, desc=f"{d.name} on {name}"), d.thresholds(samples))
+                        for d in dets}
     return result
 
 
-def false_positive_rates(dets: Sequence[Any], clean: dict[str, dict[str, np.ndarray]]) -> dict[str, Any]:
+def false_positive_rates(dets: Sequence[Any], clean: Clean) -> dict[str, Any]:
     """Per detector and for the union (``combined``): flagged / n per clean set and pooled,
-    with intervals (:func:`robusteval.stats.flag_rate`)."""
+    with intervals (:func:`robusteval.stats.flag_rate`); a text is flagged where its suspicion
+    reaches the threshold that applies to it."""
     from robusteval.stats import flag_rate
 
     out: dict[str, Any] = {}
@@ -58,12 +83,12 @@ def false_positive_rates(dets: Sequence[Any], clean: dict[str, dict[str, np.ndar
     for name in names:
         per: dict[str, Any] = {}
         pooled: list[bool] = []
-        for set_name, susp in clean.items():
+        for set_name, by_det in clean.items():
             if name == "combined":
-                flags = np.any(np.stack([susp[d.name] >= d.threshold for d in dets]), axis=0)
+                flags = np.any(np.stack([by_det[d.name][0] >= by_det[d.name][1] for d in dets]), axis=0)
             else:
-                d = next(x for x in dets if x.name == name)
-                flags = susp[name] >= d.threshold
+                susp, thr = by_det[name]
+                flags = susp >= thr
             pooled += flags.tolist()
             per[set_name] = flag_rate(flags)
         per["pooled"] = flag_rate(pooled)

@@ -42,9 +42,10 @@ from robusteval.compare.guarding import (
     clean_suspicion,
     false_positive_rates,
     roc,
+    thresholds_source,
 )
 from robusteval.compare.judges import flip_checks, phrase_transfer
-from robusteval.config.compare import CorrelationSpec
+from robusteval.config.compare import SHIPPED, CorrelationSpec
 from robusteval.errors import InputError, RobustevalError
 from robusteval.types import Sample
 
@@ -232,7 +233,7 @@ def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
 
 
 def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, dets: list[Any],
-               thresholds: str, adaptive_names: list[str], out: Path, resume: bool,
+               thresholds: str | None, adaptive_names: list[str], out: Path, resume: bool,
                data_dir: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
     """The victim's report entry, the guarded variant's transfer rows (their detector
     suspicions of the adversarial texts feed the suite's ROC curves) and the plain metric."""
@@ -511,8 +512,9 @@ def check_names(cfg: CompareConfig) -> None:
             detectors.info(str(name))  # registered, a plugin's entry point or module:attr
         except UnknownNameError as exc:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
-    if cfg.guard.thresholds:  # a missing or malformed file, or thresholds calibrated for other
-        # detector settings, fail before the run folder is claimed
+    if cfg.guard.thresholds and cfg.guard.thresholds != SHIPPED:
+        # a missing or malformed file, or thresholds calibrated for other detector settings, fail
+        # before the run folder is claimed
         detectors.resolve(cfg.guard.detectors, str(cfg.guard.thresholds))
     for name in [*split_csv(cfg.guard.calibrate.get("clean")), *cfg.guard.fpr_sets]:
         check_clean(name)  # a shipped clean set, or any dataset: a file, hf:NAME, module:attr
@@ -538,17 +540,21 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     folder = fingerprint_data_dir(data_dir or cfg.data_dir)
-    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder), resume)
+    shipped = {}
+    if cfg.guard.thresholds == SHIPPED:  # the package's table is part of what the run used
+        from robusteval.detectors.defaults import version
+
+        shipped = {"shipped_thresholds": version()}
+    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder, **shipped), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean = clean_suspicion(dets, cfg, glog, data_dir)
+    per_detector, source = thresholds_source(dets, thresholds, out)
     guard: dict[str, Any] = {
         "detectors": [d.name for d in dets], "policy": cfg.guard.policy, "penalty": cfg.guard.penalty,
-        "thresholds": {d.name: float(d.threshold) for d in dets},
-        "thresholds_file": str(Path(thresholds).relative_to(out)) if Path(thresholds).is_relative_to(out)
-        else thresholds,
+        "thresholds": per_detector, "thresholds_file": source,
         "false_positive_rate": false_positive_rates(dets, clean), "roc": {}}
-    pooled_clean = {d.name: np.concatenate([c[d.name] for c in clean.values()]) if clean else np.array([])
+    pooled_clean = {d.name: np.concatenate([c[d.name][0] for c in clean.values()]) if clean else np.array([])
                     for d in dets}
     suites: dict[str, Any] = {}
     for suite in cfg.suites:
@@ -567,7 +573,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                                  cfg.budget, suite.dataset, cfg.criteria, cfg.seed) if len(plain) > 1 else {}
         adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
         guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
-                                             "threshold": float(d.threshold)} for d in dets}
+                                             "threshold": per_detector[d.name]} for d in dets}
         suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},

@@ -17,7 +17,8 @@ Schema (YAML; ``docs/compare.md`` has the annotated version)::
     guard:                      # the input-sanitization defense
       detectors: [nonalnum, {name: gec, options: {backend: builtin}}, ...]
       policy: floor             # flag | penalize | floor | reject | sanitize
-      thresholds: path.json     # calibrated thresholds, or:
+      thresholds: path.json     # calibrated thresholds; "shipped": the package's defaults per
+                                # task and language (detectors/defaults.py; needs fpr_sets); or:
       calibrate: {clean: [quickstart-references], target_fpr: 0.05, combined: true}
       fpr_sets: [...]           # clean sets whose held-out half measures false positives
                                 # (clean sets: shipped names, or any dataset: a file, hf:NAME, module:attr)
@@ -53,6 +54,7 @@ from robusteval.config.parsing import ConfigError, from_dict, from_file
 
 ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
 SPLIT_DEFAULTS = {"val_fraction": 0.1, "test_fraction": 0.2}
+SHIPPED = "shipped"  # guard.thresholds: the package's default thresholds per task and language
 
 
 def _keys(block: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -211,7 +213,9 @@ class GuardSpec:
         detectors: detector names, "module:attr" or {name, options}
         policy: flag, penalize, floor, reject or sanitize
         penalty: with policy penalize, the factor a flagged score is multiplied by
-        thresholds: calibrated thresholds.json
+        thresholds: calibrated thresholds.json, or "shipped": the package's default thresholds per task
+            and language (robusteval/resources/detectors/default_thresholds.json; the guard a user gets
+            with no thresholds file), which needs fpr_sets
         calibrate: calibrate in the run instead: {clean, target_fpr, combined}
         fpr_sets: clean sets whose held-out half measures false positives (default: calibrate.clean);
             a clean set is a shipped name (robusteval.detectors.clean) or any dataset: a file, hf:NAME,
@@ -229,7 +233,12 @@ class GuardSpec:
         if not self.detectors:
             raise ConfigError("guard.detectors is required (the defense being compared)")
         if not self.thresholds and not self.calibrate:
-            raise ConfigError("guard needs thresholds: <file> or calibrate: {clean: [...]}")
+            raise ConfigError(f"guard needs thresholds: <file>, thresholds: {SHIPPED} or calibrate: {{clean: [...]}}")
+        if self.thresholds and self.calibrate:
+            raise ConfigError("guard: give thresholds or calibrate, not both (calibrate would be ignored)")
+        if self.thresholds == SHIPPED and not self.fpr_sets:
+            raise ConfigError(f"guard.thresholds: {SHIPPED} needs fpr_sets: [clean sets] to measure false positives on "
+                              "(e.g. dailydialog-good, summeval-references)")
         _keys(self.calibrate, {"clean", "target_fpr", "combined"}, "guard.calibrate")
         if self.calibrate and not self.calibrate.get("clean"):
             raise ConfigError("guard.calibrate needs clean: [clean sets: shipped names or dataset files]")
