@@ -210,9 +210,10 @@ def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flag
     """``guard.thresholds: shipped``: the guard a user gets with no thresholds file. Its false
     positives are counted with each clean text's group threshold (English dialogue ``generic``:
     1.0 shipped, 0.75 class default), and the report says where the thresholds came from."""
+    from robusteval.detectors.clean import load_clean
+
     from robusteval import detectors
     from robusteval.compare.guarding import SHIPPED_LABEL
-    from robusteval.detectors.clean import load_clean
 
     replies = ["Yeah, I think so.", "okay .", "We could take the train at nine and be there by noon."]
     rows = [{"id": f"c{i}", "context": ["Shall we go to the coast on Saturday?"], "response": replies[i % 3]}
@@ -241,6 +242,24 @@ def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flag
     guarded = report["suites"]["dialogue"]["victims"]["rougeL"]["variants"]["guarded"]
     assert guarded["available"]
     assert "shipped" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_learned_victim_without_validation_contexts_is_refused_before_the_folder_is_claimed(
+        tiny_bert, tmp_path, capsys) -> None:
+    """As ``robusteval harden`` refuses it (one check, robusteval.training.data.check_splits): the
+    rounds choose on val, so training without it would end in an empty choice. A suite with no
+    learned victim needs test contexts only (the summary suite here has val_fraction 0)."""
+    cfg = tiny_config(tiny_bert)
+    cfg["suites"][0]["split"] = {"val_fraction": 0.0, "test_fraction": 0.4}
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "compare, suite dialogue: the split of quickstart-dialogue (20 contexts" in err
+    assert "leaves val without a context" in err and not out.exists()
+    cfg["suites"][0]["split"] = {"val_fraction": 0.1, "test_fraction": 0.0}
+    cfg["suites"][0]["victims"] = ["rougeL"]
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
+    assert "leaves test without a context" in capsys.readouterr().err and not out.exists()
 
 
 def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:

@@ -90,6 +90,23 @@ def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: f
     return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
 
 
+def check_splits(splits: dict[str, list[Any]], dataset: str, val_fraction: float, test_fraction: float, seed: int,
+                 command: str, need: tuple[str, ...] = ("train", "val", "test")) -> None:
+    """Refuse, before any training, a split that leaves one of ``need`` without a context:
+    adversarial rounds train on train, choose on val and report on test, so an empty one would
+    make hours of work end in an empty choice or an empty table (quickstart-dialogue's 20
+    contexts at seed 3 have no test context; quickstart-summary's 12 at seed 1 no val one).
+    ``robusteval harden`` and ``robusteval compare`` (for a suite with a learned victim) both
+    check here."""
+    empty = [k for k in need if not splits.get(k)]
+    if empty:
+        counts = ", ".join(f"{k} {len(v)}" for k, v in splits.items())
+        raise RobustevalError(
+            f"{command}: the split of {dataset} ({sum(len(v) for v in splits.values())} contexts; val_fraction "
+            f"{val_fraction}, test_fraction {test_fraction}, seed {seed}) leaves {' and '.join(empty)} without a "
+            f"context ({counts}); use more contexts, larger fractions or another seed")
+
+
 def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
                adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
                data_dir: str | None, limit: int | None, adversarial_families: list[str] | None = None,

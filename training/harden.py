@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from robusteval.training.data import check_splits
 from robusteval.training.rounds import RoundsSpec, adversarial_rounds, load_victim, round_settings, train_base
 
 from robusteval.asr import summarize
@@ -34,21 +35,6 @@ def split_samples(samples: Sequence[Sample], dataset: str, data_cfg: dict[str, A
         out[split_of(dataset, s, float(data_cfg.get("val_fraction", 0.1)), float(data_cfg.get("test_fraction", 0.2)),
                       int(data_cfg.get("seed", 0)))].append(s)
     return out
-
-
-def check_splits(splits: dict[str, list[Sample]], dataset: str, data_cfg: dict[str, Any]) -> None:
-    """Refuse, before any training, a split that leaves train, val or test without a context:
-    the rounds train on train, choose on val and report on test, so an empty one would make
-    hours of work end in an empty choice or an empty table (quickstart-dialogue's 20 contexts
-    at seed 3 have no test context; quickstart-summary's 12 at seed 1 no val one)."""
-    empty = [k for k in ("train", "val", "test") if not splits[k]]
-    if empty:
-        counts = ", ".join(f"{k} {len(v)}" for k, v in splits.items())
-        raise RobustevalError(
-            f"harden: the split of {dataset} ({sum(len(v) for v in splits.values())} contexts; val_fraction "
-            f"{float(data_cfg.get('val_fraction', 0.1))}, test_fraction {float(data_cfg.get('test_fraction', 0.2))}, "
-            f"seed {int(data_cfg.get('seed', 0))}) leaves {' and '.join(empty)} without a context ({counts}); "
-            "use more contexts, larger fractions or another seed")
 
 
 def asr_by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -128,7 +114,8 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     samples = select(data.load(dataset, data_args.get("data_dir")), acfg.get("select", "best-per-context"),
                      acfg.get("select_aspect"))
     splits = split_samples(samples, dataset, data_args)
-    check_splits(splits, dataset, data_args)
+    check_splits(splits, dataset, float(data_args.get("val_fraction", 0.1)), float(data_args.get("test_fraction", 0.2)),
+                 int(data_args.get("seed", 0)), "harden")
     test_pool = splits["test"][: acfg.get("test_limit")]
     all_attacks = attacks.select(acfg["attacks"], seed, acfg.get("attack_options"))
     train_attacks = [a for a in all_attacks if a.family not in held_out]

@@ -87,7 +87,7 @@ class SuiteData:
     def __init__(self, suite: SuiteSpec, cfg: CompareConfig, data_dir: str | None) -> None:
         from robusteval import data
         from robusteval.data.select import select
-        from robusteval.training.data import split_of
+        from robusteval.training.data import check_splits, split_of
 
         folder = data_dir or cfg.data_dir
         everything = data.load(suite.dataset, folder)
@@ -97,9 +97,10 @@ class SuiteData:
         self.test = [s for s in chosen if split[s.id] == "test"][: suite.limit]
         self.train = [s for s in chosen if split[s.id] == "train"]
         self.val = [s for s in chosen if split[s.id] == "val"]
-        if not self.test:
-            raise RobustevalError(f"suite {suite.name}: no test contexts in {suite.dataset} "
-                                  f"(test_fraction {tf}); raise it or use a larger dataset")
+        # every suite attacks its test contexts; a learned victim also trains and is chosen on val
+        learned = any(not isinstance(v, str) and v.train is not None for v in suite.victims)
+        check_splits({"train": self.train, "val": self.val, "test": self.test}, suite.dataset, vf, tf, cfg.seed,
+                     f"compare, suite {suite.name}", ("train", "val", "test") if learned else ("test",))
         self.correlation: dict[str, list[Sample]] = {}
         for entry in suite.correlation:
             name, test_only = correlation_target(entry, suite.dataset)
@@ -536,6 +537,9 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     from robusteval.results import JsonlLog, claim_folder, run_fingerprint, slug
 
     check_names(cfg)
+    # the data and its splits before the run folder is made: a split that cannot work fails now,
+    # and the fixed config is not refused as "another run" in the same folder
+    suite_data = {suite.name: SuiteData(suite, cfg, data_dir) for suite in cfg.suites}
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -558,7 +562,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                     for d in dets}
     suites: dict[str, Any] = {}
     for suite in cfg.suites:
-        sd = SuiteData(suite, cfg, data_dir)
+        sd = suite_data[suite.name]
         adaptive = adaptive_attacks(suite, cfg)
         victims: dict[str, Any] = {}
         guarded_rows: list[dict[str, Any]] = []
