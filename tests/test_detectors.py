@@ -402,6 +402,29 @@ def test_perplexity_context_gives_way_to_the_model_positions(tiny_lm) -> None:
     assert row["given_context"] is True and np.isfinite(row["perplexity"])
 
 
+def test_text_nll_runs_a_shared_context_once_and_gives_the_same_values(tiny_lm) -> None:
+    """An attack's candidates share one context: it is run once and its KV cache reused for
+    each batch of them (positions after it, texts right-padded), which gives what running
+    each text with its own copy of the context gives; a lone text, or a short shared head,
+    goes the plain way."""
+    from robusteval.llm.backends import LocalCausalLM
+
+    lm = LocalCausalLM(model=str(tiny_lm), batch_size=3)
+    context = "a long turn about cats and mats and the weather . " * 4
+    texts = ["the cat sat on the mat", "mat the on sat cat the", "ok", "", "the weather is fine today",
+             "cats", "a different reply entirely"]
+    prefixes = [context] * 6 + ["another context of its own, long enough to share . " * 3]
+    calls = lm.calls
+    shared = lm.text_nll(texts, prefixes=prefixes)
+    assert lm.calls - calls == 1 + 2 + 1  # the context once, its six texts in two batches, the lone one
+    lm.min_shared_context = 10**9  # every text with its own copy of its context
+    calls = lm.calls
+    plain = lm.text_nll(texts, prefixes=prefixes)
+    assert lm.calls - calls == 3  # seven sequences in batches of three
+    np.testing.assert_allclose(shared, plain, rtol=1e-5, atol=1e-6)
+    assert shared[3] == 0.0  # a text of no tokens: 0, as without a context
+
+
 def test_perplexity_float_noise_of_the_batch_cannot_move_a_text_across_its_calibrated_threshold(tiny_lm,
                                                                                                monkeypatch) -> None:
     from robusteval.detectors.calibrate import threshold_for
