@@ -83,6 +83,13 @@ class Perplexity(Detector):
             return "\n".join(sample.context) + "\n"
         return None
 
+    def _memo_key(self, s: Sample) -> Any:
+        """With ``context="none"`` only the response (and declared language) is read: the same
+        reply after two contexts, or as a summary, is one LM call, not two."""
+        if self.context == "none":
+            return (s.response, (s.meta or {}).get("language"))
+        return super()._memo_key(s)
+
     def signature(self) -> str:
         return (f"model={self.lm.identity},center={self.center},width={self.width},max_tokens={self.max_tokens},"
                 f"step={STEP},context={self.context}" + (f",context_tokens={self.context_tokens}"

@@ -354,6 +354,10 @@ def test_perplexity_matches_a_direct_computation(tiny_lm) -> None:
     assert both[0] == pytest.approx(row["suspicion"], rel=1e-5)
     # the model enters the detector's signature by its weights, not its folder
     assert "model=local:sha256=" in d.signature() and str(tiny_lm) not in d.signature()
+    # alone, the same reply after another context (or as a summary) is the memo's answer: no LM call
+    calls = d.lm.calls
+    again = d.detect([Sample(id="o", task="dialogue", response=text, context=("another turn",)), summ(text)])
+    assert d.lm.calls == calls and list(again) == [both[0], both[0]]
 
 
 def test_perplexity_scores_a_dialogue_reply_given_its_context(tiny_lm) -> None:
