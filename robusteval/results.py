@@ -186,15 +186,21 @@ def _lookup(d: Any, dotted: str) -> Any:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def refuse_occupied(out: Path, resume: bool) -> None:
+    """Without ``resume``, a folder that holds a run's fingerprint is refused (:func:`claim_folder`
+    does this too; a command calls it first to fail before slow work that precedes the claim)."""
+    if not resume and (Path(out) / "fingerprint.json").is_file():
+        raise FileExistsError(f"{out} holds an earlier run: pass --resume to continue it, or choose "
+                              "another --out-dir")
+
+
 def claim_folder(out: Path, fingerprint: Mapping[str, Any], resume: bool) -> None:
     """Record ``fingerprint`` in ``out/fingerprint.json`` for a new run; on ``resume`` continue
     only the run recorded there (:class:`RunMismatchError` otherwise); without ``resume`` an
     existing run's folder is refused."""
     path = Path(out) / "fingerprint.json"
     if path.is_file():
-        if not resume:
-            raise FileExistsError(f"{out} holds an earlier run: pass --resume to continue it, or choose "
-                                  "another --out-dir")
+        refuse_occupied(out, resume)
         try:
             recorded = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

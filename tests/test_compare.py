@@ -229,7 +229,7 @@ def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flag
     assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     guard = report["guard"]
-    assert guard["thresholds"] == {"generic": SHIPPED_LABEL, "speaker_tag": SHIPPED_LABEL}
+    assert guard["thresholds"] == {"generic": f"{SHIPPED_LABEL}, else 0.75", "speaker_tag": f"{SHIPPED_LABEL}, else 0.7"}
     assert "shipped defaults" in guard["thresholds_file"]
     heldout = load_clean(str(clean_file), "heldout", None)
     generic = detectors.resolve(["generic"])[0]

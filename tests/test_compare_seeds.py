@@ -106,6 +106,24 @@ def test_seeds_run_one_comparison_each_and_write_the_table(tmp_path: Path, capsy
     assert "earlier --seeds run" in err and "holds a --seeds run" in err and "distinct seeds" in err
 
 
+def test_a_seed_whose_split_cannot_work_is_refused_before_any_seed_runs(tmp_path: Path, capsys) -> None:
+    """quickstart-summary's 12 contexts at test_fraction 0.1: seed 0 has two test contexts,
+    seed 2 none. The run stops before seed 0 starts, not after it."""
+    cfg = {"name": "s", "budget": 2, "n_boot": 10, "guard": {"detectors": ["nonalnum"], "policy": "floor",
+                                                    "calibrate": {"clean": ["quickstart-references"]}},
+           "suites": [{"name": "summary", "dataset": "quickstart-summary",
+                       "split": {"val_fraction": 0.0, "test_fraction": 0.1},
+                       "attacks": ["dot-trigger"], "victims": ["rougeL"]}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 2]"]) == 2
+    err = capsys.readouterr().err
+    assert "compare, suite summary: the split of quickstart-summary (12 contexts" in err
+    assert "seed 2) leaves test without a context" in err
+    assert not (out / "seed-0").exists()
+
+
 def test_a_resume_with_another_data_folder_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
     """The data folder from $ROBUSTEVAL_DATA is part of the run's fingerprint (resolved: a
     relative and an absolute spelling are one folder)."""

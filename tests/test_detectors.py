@@ -406,27 +406,41 @@ def test_perplexity_context_gives_way_to_the_model_positions(tiny_lm) -> None:
     assert row["given_context"] is True and np.isfinite(row["perplexity"])
 
 
-def test_text_nll_runs_a_shared_context_once_and_gives_the_same_values(tiny_lm) -> None:
-    """An attack's candidates share one context: it is run once and its KV cache reused for
-    each batch of them (positions after it, texts right-padded), which gives what running
-    each text with its own copy of the context gives; a lone text, or a short shared head,
-    goes the plain way."""
+def test_text_nll_runs_a_shared_context_once_and_gives_the_same_values(tiny_lm, monkeypatch) -> None:
+    """A text after a long enough context continues from that context's KV cache, the context
+    run once for all the texts of a call that share it (an attack's candidates): the values of
+    running each text with its own copy of its context, and a text's value does not depend on
+    whether others share its context. A model whose cache cannot be reused falls back, warned."""
     from robusteval.llm.backends import LocalCausalLM
 
     lm = LocalCausalLM(model=str(tiny_lm), batch_size=3)
     context = "a long turn about cats and mats and the weather . " * 4
     texts = ["the cat sat on the mat", "mat the on sat cat the", "ok", "", "the weather is fine today",
-             "cats", "a different reply entirely"]
-    prefixes = [context] * 6 + ["another context of its own, long enough to share . " * 3]
+             "cats", "a different reply entirely", "no context at all"]
+    prefixes = [context] * 6 + ["another context of its own, long enough to share . " * 3, None]
     calls = lm.calls
     shared = lm.text_nll(texts, prefixes=prefixes)
-    assert lm.calls - calls == 1 + 2 + 1  # the context once, its six texts in two batches, the lone one
-    lm.min_shared_context = 10**9  # every text with its own copy of its context
+    # the context once and its six texts in two batches; the other context and its text; the
+    # text with no context (start token only: the plain way)
+    assert lm.calls - calls == (1 + 2) + (1 + 1) + 1
+    alone = lm.text_nll(texts[:1], prefixes=prefixes[:1])
+    np.testing.assert_allclose(alone, shared[:1], rtol=1e-6)
+    lm.min_shared_context = 10**9  # every text in one sequence with its own copy of its context
     calls = lm.calls
     plain = lm.text_nll(texts, prefixes=prefixes)
-    assert lm.calls - calls == 3  # seven sequences in batches of three
+    assert lm.calls - calls == 3  # eight sequences in batches of three
     np.testing.assert_allclose(shared, plain, rtol=1e-5, atol=1e-6)
     assert shared[3] == 0.0  # a text of no tokens: 0, as without a context
+
+    def no_cache(*args, **kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'batch_repeat_interleave'")
+
+    lm.min_shared_context = 16
+    monkeypatch.setattr(lm, "_nll_after", no_cache)
+    with pytest.warns(UserWarning, match="cannot reuse a context's KV cache"):
+        fallback = lm.text_nll(texts, prefixes=prefixes)
+    np.testing.assert_array_equal(fallback, plain)
+    assert lm.min_shared_context > 10**6  # the plain way from now on, without a warning per call
 
 
 def test_perplexity_float_noise_of_the_batch_cannot_move_a_text_across_its_calibrated_threshold(tiny_lm,

@@ -47,6 +47,7 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
     """``--seeds``: one ordinary run per seed in ``out/seed-<k>``, then the seeds side by side
     (:mod:`robusteval.compare.seeds`)."""
     from robusteval.compare import compare
+    from robusteval.compare.pipeline import check_seed_splits
     from robusteval.compare.seeds import across_seeds, markdown
     from robusteval.results import provenance, write_json
 
@@ -57,6 +58,7 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
     if earlier and not cfg.resume:
         raise FileExistsError(f"{out} holds an earlier --seeds run ({', '.join(earlier)}): pass --resume to continue "
                               "it, or choose another --out-dir")
+    check_seed_splits(cfg.comparison(), cfg.seeds)  # a split one seed cannot use fails before any seed runs
     reports = {}
     for k in cfg.seeds:
         print(f"== seed {k}: {out / f'seed-{k}'}")

@@ -40,18 +40,20 @@ def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str 
 
 
 def thresholds_source(dets: Sequence[Any], path: str | None, out: Path) -> tuple[dict[str, float | str], str]:
-    """The report's record of where the thresholds came from: per detector its number, or the
-    shipped per-group defaults' description; and the file (relative to the run folder if inside)."""
+    """The report's record of where the thresholds came from: per detector its number, or, for
+    a detector left at its default (``thresholds: shipped``, an ``options.threshold`` aside),
+    the shipped per-group lookup with the class default it falls back to; and the file
+    (relative to the run folder if inside it), or the shipped table and its version."""
+    from robusteval.detectors.defaults import FILE, version
+
+    per: dict[str, float | str] = {d.name: f"{SHIPPED_LABEL}, else {float(d.threshold):.6g}"
+                                   if d.threshold_source == "default" else float(d.threshold) for d in dets}
     if path is None:
-        from robusteval.detectors.defaults import FILE, version
-
-        return ({d.name: SHIPPED_LABEL for d in dets},
-                f"robusteval/resources/{FILE} (shipped defaults, version {version()})")
-    rel = str(Path(path).relative_to(out)) if Path(path).is_relative_to(out) else path
-    return {d.name: float(d.threshold) for d in dets}, rel
+        return per, f"robusteval/resources/{FILE} (shipped defaults, version {version()})"
+    return per, str(Path(path).relative_to(out)) if Path(path).is_relative_to(out) else path
 
 
-SHIPPED_LABEL = "shipped default (per task and language)"
+SHIPPED_LABEL = "shipped default per task and language"
 
 
 Clean = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]

@@ -87,20 +87,14 @@ class SuiteData:
     def __init__(self, suite: SuiteSpec, cfg: CompareConfig, data_dir: str | None) -> None:
         from robusteval import data
         from robusteval.data.select import select
-        from robusteval.training.data import check_splits, split_of
+        from robusteval.training.data import split_of
 
         folder = data_dir or cfg.data_dir
         everything = data.load(suite.dataset, folder)
         vf, tf = suite.split["val_fraction"], suite.split["test_fraction"]
         split = {s.id: split_of(suite.dataset, s, vf, tf, cfg.seed) for s in everything}
-        chosen = select(everything, suite.select, suite.select_aspect)
-        self.test = [s for s in chosen if split[s.id] == "test"][: suite.limit]
-        self.train = [s for s in chosen if split[s.id] == "train"]
-        self.val = [s for s in chosen if split[s.id] == "val"]
-        # every suite attacks its test contexts; a learned victim also trains and is chosen on val
-        learned = any(not isinstance(v, str) and v.train is not None for v in suite.victims)
-        check_splits({"train": self.train, "val": self.val, "test": self.test}, suite.dataset, vf, tf, cfg.seed,
-                     f"compare, suite {suite.name}", ("train", "val", "test") if learned else ("test",))
+        parts = suite_splits(suite, select(everything, suite.select, suite.select_aspect), cfg.seed)
+        self.train, self.val, self.test = parts["train"], parts["val"], parts["test"][: suite.limit]
         self.correlation: dict[str, list[Sample]] = {}
         for entry in suite.correlation:
             name, test_only = correlation_target(entry, suite.dataset)
@@ -112,6 +106,35 @@ class SuiteData:
                     s for s in other if split_of(name, s, vf, tf, cfg.seed) == "test"]
             else:
                 self.correlation[name] = data.load(name, folder)
+
+
+def suite_splits(suite: SuiteSpec, chosen: Sequence[Sample], seed: int) -> dict[str, list[Sample]]:
+    """The suite's selected samples split by context for ``seed``; refused (before any work) if
+    the test split is empty, or, for a suite with a learned victim, train or val: the rounds
+    train on train and choose on val (:func:`robusteval.training.data.check_splits`, as
+    ``robusteval harden`` checks)."""
+    from robusteval.training.data import check_splits, split_of
+
+    vf, tf = suite.split["val_fraction"], suite.split["test_fraction"]
+    parts: dict[str, list[Sample]] = {"train": [], "val": [], "test": []}
+    for s in chosen:
+        parts[split_of(suite.dataset, s, vf, tf, seed)].append(s)
+    learned = any(v.train is not None for v in suite.victims if isinstance(v, VictimSpec))
+    check_splits(parts, suite.dataset, vf, tf, seed, f"compare, suite {suite.name}",
+                 ("train", "val", "test") if learned else ("test",))
+    return parts
+
+
+def check_seed_splits(cfg: CompareConfig, seeds: Sequence[int], data_dir: str | None = None) -> None:
+    """Every suite's split under every seed of a ``--seeds`` run, before the first seed runs:
+    seed 5 must not fail after seeds 0-4 took hours."""
+    from robusteval import data
+    from robusteval.data.select import select
+
+    for suite in cfg.suites:
+        chosen = select(data.load(suite.dataset, data_dir or cfg.data_dir), suite.select, suite.select_aspect)
+        for seed in seeds:
+            suite_splits(suite, chosen, seed)
 
 
 def correlation_target(entry: str | CorrelationSpec | dict[str, Any], suite_dataset: str) -> tuple[str, bool]:
@@ -534,9 +557,10 @@ def check_names(cfg: CompareConfig) -> None:
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 data_dir: str | None = None) -> dict[str, Any]:
     """Everything in the module docstring; returns the report (also written as report.json)."""
-    from robusteval.results import JsonlLog, claim_folder, run_fingerprint, slug
+    from robusteval.results import JsonlLog, claim_folder, refuse_occupied, run_fingerprint, slug
 
     check_names(cfg)
+    refuse_occupied(Path(out_dir), resume)
     # the data and its splits before the run folder is made: a split that cannot work fails now,
     # and the fixed config is not refused as "another run" in the same folder
     suite_data = {suite.name: SuiteData(suite, cfg, data_dir) for suite in cfg.suites}
@@ -544,12 +568,11 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     folder = fingerprint_data_dir(data_dir or cfg.data_dir)
-    shipped = {}
-    if cfg.guard.thresholds == SHIPPED:  # the package's table is part of what the run used
-        from robusteval.detectors.defaults import version
+    from robusteval.detectors.defaults import version
 
-        shipped = {"shipped_thresholds": version()}
-    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder, **shipped), resume)
+    # the package's default thresholds apply to every detector a config leaves at its default
+    claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder,
+                                      shipped_thresholds=version()), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean = clean_suspicion(dets, cfg, glog, data_dir)

@@ -23,6 +23,8 @@ up to ``max_concurrency`` requests at once.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -229,10 +231,12 @@ class LocalCausalLM:
         ``max_position_embeddings``. A text of no tokens gets 0 (perplexity 1), as without a
         prefix; the detectors never send one (an empty response is flagged before).
 
-        Texts that share a start + prefix of at least ``min_shared_context`` tokens (16; an
-        attack's candidates after one dialogue context) run it once and continue from its KV
-        cache (:meth:`_nll_after`): the same values up to float rounding, a fraction of the
-        compute (BENCHMARKS §9e)."""
+        A text whose start + prefix reaches ``min_shared_context`` tokens (16) is scored after
+        that head's KV cache (:meth:`_nll_after`), the head run once for every text of the call
+        that shares it (an attack's candidates after one dialogue context): a fraction of the
+        compute when several share it (BENCHMARKS §9e), and a text gets the same value alone or
+        beside others. Models whose cache cannot be reused fall back, with a warning, to each
+        text in one sequence with its own copy of its head."""
         torch = self._torch
         start = self.tokenizer.bos_token_id
         start = self.tokenizer.eos_token_id if start is None else start
@@ -259,17 +263,26 @@ class LocalCausalLM:
 
         heads = [head(p, body) for p, body in zip(prefixes or [None] * len(texts), bodies, strict=True)]
         out = np.zeros(len(texts))
-        # texts after one long context (an attack's candidates, a guard screening them): the
-        # context is encoded once and its KV cache reused for each batch of them
+        # a text after a context of min_shared_context tokens or more is always scored the same
+        # way, alone or beside others: its context is run once (for every text that shares it:
+        # an attack's candidates, a guard screening them) and the text continues from its KV cache
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, h in enumerate(heads):
             groups.setdefault(tuple(h), []).append(i)
         alone: list[int] = []
         for h, members in groups.items():
-            if len(members) > 1 and len(h) >= self.min_shared_context:
-                self._nll_after(list(h), members, bodies, out)
-            else:
+            if len(h) < self.min_shared_context:
                 alone += members
+                continue
+            try:
+                self._nll_after(list(h), members, bodies, out)
+            except (AttributeError, TypeError, NotImplementedError) as exc:
+                # a model without a reusable KV cache (state-space and hybrid models, legacy
+                # tuple caches): every text with its own copy of its context, from now on
+                warnings.warn(f"{self.name}: cannot reuse a context's KV cache ({type(exc).__name__}: {exc}); "
+                              "scoring each text with its own copy of its context", stacklevel=2)
+                self.min_shared_context = sys.maxsize
+                return self.text_nll(texts, max_tokens, prefixes, max_prefix_tokens)
         order = sorted(alone, key=lambda i: len(heads[i]) + len(bodies[i]))  # less padding
         for b in range(0, len(order), self.batch_size):
             idx = order[b:b + self.batch_size]
@@ -294,13 +307,13 @@ class LocalCausalLM:
         """:meth:`text_nll` of the texts ``members`` that share one ``head`` (start token and
         context): the head is run once, and each batch of texts continues from a copy of its KV
         cache (positions after it, the texts right-padded and masked). The same value as the
-        text run with its head, up to float rounding (a test)."""
+        text run with its head in one sequence, up to float rounding (about 5e-6 nats; a test)."""
         import copy
 
         torch = self._torch
         dev = self.device
         with torch.no_grad():
-            first = self.model(input_ids=torch.tensor([head], device=dev), use_cache=True)
+            first = self.model(input_ids=torch.tensor([head], device=dev), use_cache=True, logits_to_keep=1)
         self.calls += 1
         cache, last = first.past_key_values, first.logits[0, -1, :].float()
         pad = self.tokenizer.pad_token_id
