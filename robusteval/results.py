@@ -4,6 +4,7 @@ logged scoring loop built on them, and the provenance every result file carries.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -260,7 +261,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
+    """The checkout's HEAD when this process first asked: the code it loaded. A run's fingerprint
+    (at its start) and its report's provenance (at its end) name the same commit even when the
+    checkout moves on while the run goes (a report used to name the later commit)."""
     try:
         root = Path(__file__).resolve().parents[1]
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,

@@ -62,3 +62,21 @@ def test_score_log_refuses_repeated_ids_naming_the_first_repeat(tmp_path) -> Non
     with pytest.raises(RobustevalError, match=r"first repeated id: 'z', at positions \[2, 3\]"):
         score_with_log(LengthMetric(), samples, tmp_path / "s.jsonl", resume=False)
     assert not (tmp_path / "s.jsonl").exists()  # refused before the log is opened
+
+
+def test_a_run_names_the_commit_it_started_with_even_when_the_checkout_moves_on(monkeypatch) -> None:
+    """The fingerprint (at a run's start) and the report's provenance (at its end) read the same
+    HEAD: a compare run whose checkout got a new commit while it ran named the later one."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from robusteval import results
+
+    heads = iter(["a" * 40 + "\n", "b" * 40 + "\n"])
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0, stdout=next(heads)))
+    results.git_commit.cache_clear()
+    try:
+        start = results.run_fingerprint(command="x")["code"]["git_commit"]
+        assert results.provenance()["git_commit"] == start == "a" * 40
+    finally:
+        results.git_commit.cache_clear()
