@@ -106,16 +106,22 @@ def test_seeds_run_one_comparison_each_and_write_the_table(tmp_path: Path, capsy
     assert "earlier --seeds run" in err and "holds a --seeds run" in err and "distinct seeds" in err
 
 
+def _dot_trigger_config(folder: Path, name: str, test_fraction: float) -> Path:
+    """A small compare config file: ROUGE-L under one trigger attack on quickstart-summary."""
+    cfg = {"name": name, "budget": 2, "n_boot": 10, "guard": {"detectors": ["nonalnum"], "policy": "floor",
+                                                     "calibrate": {"clean": ["quickstart-references"]}},
+           "suites": [{"name": "summary", "dataset": "quickstart-summary",
+                       "split": {"val_fraction": 0.0, "test_fraction": test_fraction},
+                       "attacks": ["dot-trigger"], "victims": ["rougeL"]}]}
+    path = folder / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 def test_a_seed_whose_split_cannot_work_is_refused_before_any_seed_runs(tmp_path: Path, capsys) -> None:
     """quickstart-summary's 12 contexts at test_fraction 0.1: seed 0 has two test contexts,
     seed 2 none. The run stops before seed 0 starts, not after it."""
-    cfg = {"name": "s", "budget": 2, "n_boot": 10, "guard": {"detectors": ["nonalnum"], "policy": "floor",
-                                                    "calibrate": {"clean": ["quickstart-references"]}},
-           "suites": [{"name": "summary", "dataset": "quickstart-summary",
-                       "split": {"val_fraction": 0.0, "test_fraction": 0.1},
-                       "attacks": ["dot-trigger"], "victims": ["rougeL"]}]}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = _dot_trigger_config(tmp_path, "s", test_fraction=0.1)
     out = tmp_path / "run"
     assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 2]"]) == 2
     err = capsys.readouterr().err
@@ -127,13 +133,7 @@ def test_a_seed_whose_split_cannot_work_is_refused_before_any_seed_runs(tmp_path
 def test_a_resume_with_another_data_folder_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
     """The data folder from $ROBUSTEVAL_DATA is part of the run's fingerprint (resolved: a
     relative and an absolute spelling are one folder)."""
-    cfg = {"name": "d", "budget": 2, "n_boot": 10, "guard": {"detectors": ["nonalnum"], "policy": "floor",
-                                                    "calibrate": {"clean": ["quickstart-references"]}},
-           "suites": [{"name": "summary", "dataset": "quickstart-summary",
-                       "split": {"val_fraction": 0.0, "test_fraction": 0.5},
-                       "attacks": ["dot-trigger"], "victims": ["rougeL"]}]}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = _dot_trigger_config(tmp_path, "d", test_fraction=0.5)
     (tmp_path / "data").mkdir()
     (tmp_path / "other").mkdir()
     monkeypatch.chdir(tmp_path)
