@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -43,9 +44,19 @@ ATTACKS = ["textfooler-pos", "textfooler-neg"]
 
 
 def perturbation(spec: str) -> tuple[str, dict[str, Any]]:
-    """``synonym`` or ``mask:0.9`` (a rate after the colon)."""
-    name, _, rate = spec.partition(":")
-    return name, ({"rate": float(rate)} if rate else {})
+    """``synonym``, ``mask:0.9`` (a rate after the colon) or ``synonym:0.5,sets=wordnet``
+    (comma-separated options after it; a bare number is the rate)."""
+    name, _, rest = spec.partition(":")
+    opts: dict[str, Any] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            key, value = "rate", item
+        try:
+            opts[key] = int(value) if value.isdigit() else float(value)
+        except ValueError:
+            opts[key] = value
+    return name, opts
 
 
 def build(victim: str, checkpoint: str | None) -> Any:
@@ -78,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--checkpoint", default=None, help="a trained cross-encoder export (adds that victim)")
-    ap.add_argument("--perturbations", nargs="*", default=["synonym", "mask:0.9"])
+    ap.add_argument("--perturbations", nargs="*", default=["synonym", "mask:0.9"],
+                    help="name[:rate][,option=value...], e.g. mask:0.9 or synonym:sets=wordnet")
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--limit", type=int, default=25)
     ap.add_argument("--spearman-limit", type=int, default=300)
@@ -113,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.perturbations:
             name, opts = perturbation(spec)
             smoothed = smooth(plain, name, n=args.n, seed=0, **opts)
-            folder = out / victim / spec.replace(":", "-")
+            folder = out / victim / re.sub(r"[:,=]", "-", spec)
             transfer = list(run_attacks(attacked, replays(rows), smoothed, folder / "transfer" / "results.jsonl",
                                         resume=args.resume, budget=args.budget, dataset="dailydialog-zhao"))
             adaptive = list(run_attacks(attacked, attacks.select(ATTACKS), smoothed,
