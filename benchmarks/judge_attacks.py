@@ -1,5 +1,6 @@
-"""LLM judges under the issue-16 attacks: ASR per family for a plain judge, the isolated judge
-and an isolated committee; validity (Spearman with people) of each; universal-phrase transfer.
+"""LLM judges under the issue-16 attacks: ASR per family for a plain judge, the isolated judge,
+an isolated committee and a guarded isolated judge; validity (Spearman with people) of each;
+universal-phrase transfer.
 
 The judge is the local SmolLM2-135M-Instruct (the only LLM here) with the G-Eval 1-5 rubric
 for overall quality (Liu et al. 2023; the rubric text is Hu et al. 2024's "Gold" definition),
@@ -13,7 +14,10 @@ measure ties. Variants:
 * ``committee`` -- ``committee`` of three isolated members, the same rubric worded three ways
   (Hu et al.'s "Gold", "Detailed" and "Simplified" definitions of overall quality), median
   score, abstaining (score 0) when the members' range reaches ``--threshold`` points. One
-  model, three rubrics: the issue's multi-*model* committees cannot be built offline.
+  model, three rubrics: the issue's multi-*model* committees cannot be built offline;
+* ``guarded`` -- the isolated judge behind the guard of ``configs/compare/judges.yaml``
+  (``nonalnum``, ``speaker_tag``, ``generic``, ``judge_injection``) with the package's shipped
+  per-task, per-language thresholds and policy ``floor`` (a flagged text scores 0).
 
 Attacks (R-, ``beats_reference``): ``judge-master-keys``, ``judge-master-keys-prefix``,
 ``null-model``, ``judge-universal-phrase``, ``judge-injection-search`` and its ``-ppl`` form, on
@@ -59,7 +63,8 @@ from robusteval.types import Sample
 SEARCHES = {"judge-universal-phrase", "judge-injection-search", "judge-injection-search-ppl"}
 FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judge-universal-phrase",
             "judge-injection-search", "judge-injection-search-ppl"]
-VARIANTS = ("plain", "isolation", "committee")
+VARIANTS = ("plain", "isolation", "committee", "guarded")
+GUARD = ["nonalnum", "speaker_tag", "generic", "judge_injection"]  # configs/compare/judges.yaml's
 RUBRICS = ("Gold", "Detailed", "Simplified")
 
 
@@ -67,6 +72,11 @@ def judge(variant: str, threshold: float) -> Any:
     base = {"template": "geval", "mode": "prob", "aspect": "Overall_quality"}
     if variant in ("plain", "isolation"):
         return metrics.load("llm-judge", **base, criteria_variant="Gold", isolation=variant == "isolation")
+    if variant == "guarded":
+        from robusteval.detectors import guard
+
+        # the package's shipped thresholds per task and language (no file), flagged texts score 0
+        return guard(judge("isolation", threshold), GUARD, policy="floor")
     members = [{**base, "criteria_variant": v, "isolation": True} for v in RUBRICS]
     return metrics.load("committee", members=members, on_disagreement="abstain", threshold=threshold)
 
@@ -77,8 +87,8 @@ def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any
         "judge-injection-search": {"budget": args.budget, "length": 4, "candidates": 8},
         "judge-injection-search-ppl": {"budget": args.budget, "length": 4, "candidates": 8},
     }
-    out = [attacks.load(n, **opts.get(n, {})) for n in FAMILIES]
-    if phrase is not None:
+    out = [attacks.load(n, **opts.get(n, {})) for n in args.families]
+    if phrase is not None and "judge-universal-phrase" in args.families:
         out.append(TransferredPhrase(phrase=phrase, length=args.phrase_length, vocab_size=args.vocab_size))
     return out
 
@@ -109,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", nargs="*", default=["dailydialog-zhao", "summeval"])
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--limit", type=int, default=20, help="attacked contexts per dataset (+ fitting samples)")
+    ap.add_argument("--families", nargs="*", default=FAMILIES, choices=FAMILIES,
+                    help="attack families to run (default: all; e.g. only the static ones, without the searches)")
     ap.add_argument("--fit-size", type=int, default=2)
     ap.add_argument("--budget", type=int, default=24,
                     help="victim queries per attack and sample (the injection searches'; master keys use 9)")
@@ -193,7 +205,8 @@ def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
             for v in cols:
                 cell = summary["asr"][f"{name}/{v}"].get(a)
                 cells.append(f"{pct(cell)} ({cell['successes']}/{cell['n']})" if cell else "–")
-            print(f"| {a} | " + " | ".join(cells) + " |")
+            if any(c != "–" for c in cells):
+                print(f"| {a} | " + " | ".join(cells) + " |")
         if name in summary.get("phrase", {}):
             print(f"\nphrase fitted on plain: {summary['phrase'][name]!r}")
     print("\n### Validity: Spearman with people\n")
