@@ -35,6 +35,7 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from robusteval import data, metrics
@@ -66,13 +67,19 @@ def pairs(samples: list[Sample], limit: int) -> list[tuple[Sample, bool]]:
     return out
 
 
-def first_wins(judge: Any, samples: list[Sample]) -> dict[str, Any]:
-    """Share of prompts in which the answer shown first wins (ties count as not winning)."""
-    ab = judge.win_probs(samples, order="ab")  # the response first
-    ba = judge.win_probs(samples, order="ba")  # the reference first
+def first_wins(ab: Sequence[float], ba: Sequence[float], clusters: Sequence[str]) -> dict[str, Any]:
+    """Share of the 2n prompts in which the answer shown first wins (a tie is not a win):
+    ``ab`` = P(response wins) with the response first, ``ba`` = the same with the reference first."""
     wins = [bool(p > 0.5) for p in ab] + [bool(p < 0.5) for p in ba]
-    clusters = [s.context_key() for s in samples] * 2
-    return proportion(wins, clusters, names=("first_wins", "rate"))
+    return proportion(wins, list(clusters) * 2, names=("first_wins", "rate"))
+
+
+def agreement(probs: Sequence[float], better: Sequence[bool], clusters: Sequence[str], margin: float) -> dict[str, Any]:
+    """Share of pairs whose verdict names the better-rated reply (``better``: the response is
+    it); a tie within ``margin`` counts as no."""
+    said = [verdict(float(p), margin) for p in probs]
+    return proportion([v == ("win" if b else "loss") for v, b in zip(said, better, strict=True)], clusters,
+                      names=("agree", "rate"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,11 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         judge = metrics.load("llm-pairwise", backend=args.backend, mode="prob", order="both", isolation=isolation)
         pos = position_flips(judge, samples, margin=args.margin, clusters=clusters)
         rub = rubric_flips(judge, samples, margin=args.margin, clusters=clusters)
-        first = first_wins(judge, samples)
-        said = [verdict(float(p), args.margin) for p in judge.win_probs(samples)]
-        agree = proportion([v == ("win" if better else "loss")
-                            for v, (_, better) in zip(said, judged, strict=True)], clusters,
-                           names=("agree", "rate"))
+        first = first_wins(judge.win_probs(samples, order="ab"), judge.win_probs(samples, order="ba"), clusters)
+        agree = agreement(judge.win_probs(samples), [b for _, b in judged], clusters, args.margin)
         print(f"| {'on' if isolation else 'off'} | {pct(pos)} ({pos['flips']}/{pos['n']}) "
               f"| {pct(rub)} ({rub['flips']}/{rub['n']}) | {pct(first)} ({first['first_wins']}/{first['n']}) "
               f"| {pct(agree)} ({agree['agree']}/{agree['n']}) | {time.perf_counter() - t0:.0f} |", flush=True)

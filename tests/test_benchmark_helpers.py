@@ -1,0 +1,77 @@
+"""The counting helpers of benchmarks/judge_flips.py and the option parser of
+benchmarks/smoothing.py: the figures those scripts print come from these functions."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from robusteval import Sample
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"robusteval_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def flips() -> ModuleType:
+    return _load("judge_flips")
+
+
+@pytest.fixture(scope="module")
+def smoothing() -> ModuleType:
+    return _load("smoothing")
+
+
+def _reply(ctx: str, i: int, text: str, rating: float) -> Sample:
+    return Sample(id=f"{ctx}/{i}", task="dialogue", context=(ctx,), response=text, human={"overall": rating})
+
+
+def test_pairs_take_best_and_worst_per_context_and_alternate_sides(flips) -> None:
+    rows = [
+        _reply("你好吗？", 0, "我很好，谢谢。", 4.0), _reply("你好吗？", 1, "香蕉。", 1.0), _reply("你好吗？", 2, "还行。", 3.0),
+        _reply("كيف حالك؟", 0, "بخير", 2.0), _reply("كيف حالك؟", 1, "بخير شكرا", 2.0),  # one rating: skipped
+        _reply("Как дела?", 0, "Хорошо.", 1.5), _reply("Как дела?", 1, "Отлично, спасибо!", 5.0),
+        _reply("आप कैसे हैं?", 0, "ठीक हूँ", 3.0), _reply("आप कैसे हैं?", 1, "नमस्ते", 2.0),
+        _reply("Ça va ?", 0, "Oui, merci.", 4.0), _reply("Ça va ?", 1, "Non.", 2.0),
+    ]
+    out = flips.pairs(rows, limit=3)
+    assert [(s.response, s.reference, better) for s, better in out] == [
+        ("我很好，谢谢。", "香蕉。", True),  # even pair: the best reply is the judged response
+        ("Хорошо.", "Отлично, спасибо!", False),  # odd pair: the worst is
+        ("ठीक हूँ", "नमस्ते", True),
+    ]
+    assert len(flips.pairs(rows, limit=10)) == 4  # the Arabic context has no better reply
+
+
+def test_first_position_wins_counts_both_orders(flips) -> None:
+    # ab: response first, wins when p > 0.5; ba: reference first, the first wins when p < 0.5
+    rec = flips.first_wins([0.9, 0.2, 0.5], [0.3, 0.6, 0.5], ["a", "b", "c"])
+    assert (rec["first_wins"], rec["n"]) == (2, 6)  # 0.9 and 0.3; both ties (0.5) are no win
+    assert rec["rate"] == pytest.approx(2 / 6)
+
+
+def test_agreement_counts_ties_as_disagreement(flips) -> None:
+    rec = flips.agreement([0.8, 0.3, 0.5, 0.52], [True, False, True, True], ["a", "b", "c", "d"], margin=0.05)
+    # win (agrees), loss (agrees), tie (no), 0.52 is within the margin: a tie (no)
+    assert (rec["agree"], rec["n"]) == (2, 4)
+    assert flips.agreement([0.52], [True], ["a"], margin=0.0)["agree"] == 1
+
+
+def test_smoothing_perturbation_specs(smoothing) -> None:
+    assert smoothing.perturbation("synonym") == ("synonym", {})
+    assert smoothing.perturbation("mask:0.9") == ("mask", {"rate": 0.9})
+    assert smoothing.perturbation("synonym:sets=wordnet") == ("synonym", {"sets": "wordnet"})
+    assert smoothing.perturbation("synonym:0.5,sets=wordnet,max_set=8") == (
+        "synonym", {"rate": 0.5, "sets": "wordnet", "max_set": 8})
