@@ -262,6 +262,23 @@ def test_a_learned_victim_without_validation_contexts_is_refused_before_the_fold
     assert "leaves test without a context" in capsys.readouterr().err and not out.exists()
 
 
+def test_rerendering_reads_a_learned_suite_without_validation_contexts(tiny_bert) -> None:
+    """A run made before the split check existed (a learned victim, val_fraction 0) can still be
+    re-rendered: filling in its validity needs the correlation sets, not a trainable split."""
+    from robusteval.compare.config import parse
+    from robusteval.compare.pipeline import SuiteData
+    from robusteval.errors import RobustevalError
+
+    raw = tiny_config(tiny_bert)
+    raw["suites"][0]["split"] = {"val_fraction": 0.0, "test_fraction": 0.4}
+    cfg = parse(raw)
+    with pytest.raises(RobustevalError, match="leaves val without a context"):
+        SuiteData(cfg.suites[0], cfg, None)
+    data = SuiteData(cfg.suites[0], cfg, None, training=False)
+    assert data.val == [] and data.test and data.train
+    assert data.correlation and all(data.correlation.values())
+
+
 def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
     from robusteval.compare.pipeline import correlations
     from robusteval.compare.report_md import correlation_rows

@@ -84,7 +84,9 @@ def _rounded(obj: Any) -> Any:
 class SuiteData:
     """A suite's samples: the attacked test contexts, the train contexts, correlation sets."""
 
-    def __init__(self, suite: SuiteSpec, cfg: CompareConfig, data_dir: str | None) -> None:
+    def __init__(self, suite: SuiteSpec, cfg: CompareConfig, data_dir: str | None, training: bool = True) -> None:
+        """``training=False`` (re-rendering a finished run) checks only the test split: the train
+        and val checks guard a run that is about to train."""
         from robusteval import data
         from robusteval.data.select import select
         from robusteval.training.data import split_of
@@ -93,7 +95,7 @@ class SuiteData:
         everything = data.load(suite.dataset, folder)
         vf, tf = suite.split["val_fraction"], suite.split["test_fraction"]
         split = {s.id: split_of(suite.dataset, s, vf, tf, cfg.seed) for s in everything}
-        parts = suite_splits(suite, select(everything, suite.select, suite.select_aspect), cfg.seed)
+        parts = suite_splits(suite, select(everything, suite.select, suite.select_aspect), cfg.seed, training)
         self.train, self.val, self.test = parts["train"], parts["val"], parts["test"][: suite.limit]
         self.correlation: dict[str, list[Sample]] = {}
         for entry in suite.correlation:
@@ -108,18 +110,19 @@ class SuiteData:
                 self.correlation[name] = data.load(name, folder)
 
 
-def suite_splits(suite: SuiteSpec, chosen: Sequence[Sample], seed: int) -> dict[str, list[Sample]]:
+def suite_splits(suite: SuiteSpec, chosen: Sequence[Sample], seed: int,
+                 training: bool = True) -> dict[str, list[Sample]]:
     """The suite's selected samples split by context for ``seed``; refused (before any work) if
-    the test split is empty, or, for a suite with a learned victim, train or val: the rounds
-    train on train and choose on val (:func:`robusteval.training.data.check_splits`, as
-    ``robusteval harden`` checks)."""
+    the test split is empty, or, for a suite with a learned victim (unless ``training`` is
+    False), train or val: the rounds train on train and choose on val
+    (:func:`robusteval.training.data.check_splits`, as ``robusteval harden`` checks)."""
     from robusteval.training.data import check_splits, split_of
 
     vf, tf = suite.split["val_fraction"], suite.split["test_fraction"]
     parts: dict[str, list[Sample]] = {"train": [], "val": [], "test": []}
     for s in chosen:
         parts[split_of(suite.dataset, s, vf, tf, seed)].append(s)
-    learned = any(v.train is not None for v in suite.victims if isinstance(v, VictimSpec))
+    learned = training and any(v.train is not None for v in suite.victims if isinstance(v, VictimSpec))
     check_splits(parts, suite.dataset, vf, tf, seed, f"compare, suite {suite.name}",
                  ("train", "val", "test") if learned else ("test",))
     return parts

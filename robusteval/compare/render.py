@@ -42,7 +42,8 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     try:
         cfg = parse(copy.deepcopy((report.get("provenance") or {}).get("config") or {}))  # parse may annotate it
         specs = {s.name: s for s in cfg.suites}
-        data = {name: SuiteData(specs[name], cfg, data_dir) for name in {s for s, _ in todo}}
+        # the run trained long ago: only what the correlation sets need is checked
+        data = {name: SuiteData(specs[name], cfg, data_dir, training=False) for name in {s for s, _ in todo}}
     except (RobustevalError, KeyError, TypeError, ValueError) as exc:
         print(f"render_report: nothing added from the logs ({type(exc).__name__}: {exc})", file=sys.stderr)
         return []
