@@ -17,7 +17,14 @@ measure ties. Variants:
   model, three rubrics: the issue's multi-*model* committees cannot be built offline;
 * ``guarded`` -- the isolated judge behind the guard of ``configs/compare/judges.yaml``
   (``nonalnum``, ``speaker_tag``, ``generic``, ``judge_injection``) with the package's shipped
-  per-task, per-language thresholds and policy ``floor`` (a flagged text scores 0).
+  per-task, per-language thresholds and policy ``floor`` (a flagged text scores 0);
+* ``mixed`` -- a committee of three different models, the closest this machine comes to the
+  literature's multi-model juries: the isolated SmolLM2 judge, a trained MiniLM cross-encoder
+  (``--cross-encoder``) and BERTScore against the context, each put on one scale by
+  ``normalize="quantile"`` (calibrated on ``--calibration-size`` well-rated replies of
+  validation contexts), median score (no abstention: an abstained original would score 0
+  and hand every attack text a win). Dialogue only; use ``--split test`` so the cross-encoder
+  is attacked on contexts it was not trained on.
 
 Attacks (R-, ``beats_reference``): ``judge-master-keys``, ``judge-master-keys-prefix``,
 ``null-model``, ``judge-universal-phrase``, ``judge-injection-search`` and its ``-ppl`` form, on
@@ -49,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from robusteval.training.data import split_of
 
 from robusteval import attacks, data, metrics
 from robusteval.asr import asr_table
@@ -63,12 +71,13 @@ from robusteval.types import Sample
 SEARCHES = {"judge-universal-phrase", "judge-injection-search", "judge-injection-search-ppl"}
 FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judge-universal-phrase",
             "judge-injection-search", "judge-injection-search-ppl"]
-VARIANTS = ("plain", "isolation", "committee", "guarded")
+VARIANTS = ("plain", "isolation", "committee", "guarded", "mixed")
+SPLIT = (0.1, 0.2, 0)  # val fraction, test fraction, seed: configs/compare/dialogue*.yaml's
 GUARD = ["nonalnum", "speaker_tag", "generic", "judge_injection"]  # configs/compare/judges.yaml's
 RUBRICS = ("Gold", "Detailed", "Simplified")
 
 
-def judge(variant: str, threshold: float) -> Any:
+def judge(variant: str, args: argparse.Namespace) -> Any:
     base = {"template": "geval", "mode": "prob", "aspect": "Overall_quality"}
     if variant in ("plain", "isolation"):
         return metrics.load("llm-judge", **base, criteria_variant="Gold", isolation=variant == "isolation")
@@ -76,9 +85,37 @@ def judge(variant: str, threshold: float) -> Any:
         from robusteval.detectors import guard
 
         # the package's shipped thresholds per task and language (no file), flagged texts score 0
-        return guard(judge("isolation", threshold), GUARD, policy="floor")
+        return guard(judge("isolation", args), GUARD, policy="floor")
+    if variant == "mixed":
+        if not args.cross_encoder:
+            raise SystemExit("the mixed committee needs --cross-encoder <a trained cross-encoder export>")
+        members = [judge("isolation", args), metrics.load("cross-encoder", checkpoint=args.cross_encoder),
+                   metrics.load("bertscore", against="context")]
+        return metrics.load("committee", members=members, normalize="quantile", calibration=calibration(args))
     members = [{**base, "criteria_variant": v, "isolation": True} for v in RUBRICS]
-    return metrics.load("committee", members=members, on_disagreement="abstain", threshold=threshold)
+    return metrics.load("committee", members=members, on_disagreement="abstain", threshold=args.threshold)
+
+
+def calibration(args: argparse.Namespace) -> list[Sample]:
+    """The mixed committee's scale: well-rated (>= 4) DailyDialog-Zhao replies of the validation
+    contexts (10 / 20 % split, seed 0: never attacked here, never trained on by the §11 base)."""
+    everything = data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])
+    good = [s for s in everything
+            if s.human.get("overall", 0) >= 4 and split_of("dailydialog-zhao", s, *SPLIT) == "val"]
+    return good[: args.calibration_size]
+
+
+def contexts(name: str, everything: list[Sample], aspect: str, args: argparse.Namespace) -> list[Sample]:
+    """The fitting samples, then the attacked ones (the best-rated reply of each context):
+    ``--split first`` takes the first contexts; ``--split test`` fits on validation contexts and
+    attacks test contexts of the 70 / 10 / 20 split by context with seed 0 -- the split the
+    compare configs train the cross-encoder with, so a trained member never saw them."""
+    best = select(everything, "best-per-context", aspect=aspect)
+    if args.split == "first":
+        return best[: args.limit + args.fit_size]
+    part = {s.id: split_of(name, s, *SPLIT) for s in best}
+    return ([s for s in best if part[s.id] == "val"][: args.fit_size]
+            + [s for s in best if part[s.id] == "test"][: args.limit])
 
 
 def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any]:
@@ -127,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phrase-length", type=int, default=2)
     ap.add_argument("--vocab-size", type=int, default=16)
     ap.add_argument("--threshold", type=float, default=30.0, help="committee: abstain at this range (points)")
+    ap.add_argument("--split", choices=("first", "test"), default="first",
+                    help="first: the first contexts; test: fit on validation, attack test contexts (see contexts())")
+    ap.add_argument("--cross-encoder", default=None, help="mixed: the trained cross-encoder export (§11's base)")
+    ap.add_argument("--calibration-size", type=int, default=60, help="mixed: clean replies that set the scales")
     ap.add_argument("--corr", nargs="*", default=["summeval", "usr-topicalchat"])
     ap.add_argument("--corr-limit", type=int, default=60)
     ap.add_argument("--transfer", nargs="*", default=[], choices=VARIANTS,
@@ -143,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:
         everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
         aspect = "overall" if "overall" in everything[0].human else "relevance"
-        chosen = select(everything, "best-per-context", aspect=aspect)[: args.limit + args.fit_size]
+        chosen = contexts(name, everything, aspect, args)
         phrase = plain_phrase(root / name)
         for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
-            victim = judge(variant, args.threshold)
+            victim = judge(variant, args)
             chosen_attacks = attack_list(args, phrase if variant != "plain" else None)
             if variant in args.transfer:
                 plain_rows = [r.to_dict() for r in read_results(root / name / "plain" / "results.jsonl")[0]]
@@ -168,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
         for variant in args.variants:
             t0 = time.perf_counter()
-            summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args.threshold),
+            summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args),
                                                                 rated, aspects)
             summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
     for name in args.datasets:  # every variant's ASR from its results (runs of parts add up)

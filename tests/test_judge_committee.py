@@ -126,3 +126,73 @@ def test_plain_functions_are_members() -> None:
     # "abc": 50, 30, 100 -> 50; "hello world": 50, 100 (110 clipped), 66.7 -> 66.7
     assert committee.compute(predictions=["abc", "hello world"], references=["abc", "hello"])["scores"] == \
         pytest.approx([50.0, 200 / 3])
+
+
+# -- members on one scale (normalize="quantile") ------------------------------------------------
+CALIBRATION = [Sample(id=f"cal{i}", task="dialogue", context=("Hi",), response=text)
+               for i, text in enumerate(["Bonjour", "你好 世界", "مرحبا بك يا صديقي", "नमस्ते मेरे प्यारे दोस्त"])]
+
+
+class Inverse(LengthMetric):
+    """Ranks replies the other way round from length (a member that disagrees in earnest)."""
+
+    name = "inverse"
+
+    def _score(self, samples):
+        return 100.0 - super()._score(samples)
+
+
+def test_quantile_scale_is_the_mid_rank_percentile() -> None:
+    from robusteval.metrics.committee import quantile_scale
+
+    ref = np.array([10.0, 20.0, 20.0, 30.0])
+    # below 10: none; at 10: 0 below + 1 at -> 0.5 of 4; at 20: 1 below, 2 at -> 2 of 4; above all: 4 of 4
+    assert quantile_scale(np.array([5.0, 10.0, 20.0, 25.0, 40.0]), ref).tolist() == [0.0, 12.5, 50.0, 75.0, 100.0]
+
+
+def test_members_on_different_scales_agree_once_normalized() -> None:
+    reply = Sample(id="ru", task="dialogue", context=("Hi",), response="Привет мир")  # two words
+    raw = jury(on_disagreement="abstain")
+    assert raw.score([reply]).tolist() == [0.0]  # 10, 20, 40 points: a 30-point range abstains
+    scaled = jury(on_disagreement="abstain", normalize="quantile", calibration=CALIBRATION)
+    # calibration lengths 1, 2, 4, 4 words: two words are above 1 reply and level with 1, (1 + 0.5) / 4
+    assert scaled.member_details([reply])[0]["members"] == {"0:length": 37.5, "1:length": 37.5, "2:length": 37.5}
+    assert scaled.score([reply]).tolist() == [37.5] and scaled.disagreement([reply]) == [0.0]
+    assert scaled.report()["normalize"] == {"method": "quantile", "calibration_n": 4}
+    split = Committee([LengthMetric(per_word=5), Inverse(per_word=5)], on_disagreement="abstain",
+                      normalize="quantile", calibration=CALIBRATION)
+    long = Sample(id="fr", task="dialogue", context=("Hi",), response="Oui , merci beaucoup mon ami")
+    assert split.member_details([long])[0]["members"] == {"0:length": 100.0, "1:inverse": 0.0}
+    assert split.score([long]).tolist() == [0.0] and split.report()["fallbacks"]["abstained"] == 1
+
+
+def test_the_calibration_is_scored_once_and_enters_the_signature() -> None:
+    calls = []
+
+    class Counting(LengthMetric):
+        def _score(self, samples):
+            calls.append(len(samples))
+            return super()._score(samples)
+
+    c = Committee([Counting(per_word=5), Counting(per_word=10)], normalize="quantile", calibration=CALIBRATION)
+    c.score([ONE]), c.score([TWO])
+    assert calls == [1, 1, 4, 4, 1, 1]  # the two members on ONE, on the calibration once, then on TWO
+    other = Committee([LengthMetric(per_word=5), LengthMetric(per_word=10)], normalize="quantile",
+                      calibration=CALIBRATION[:3])
+    same = Committee([LengthMetric(per_word=5), LengthMetric(per_word=10)], normalize="quantile",
+                     calibration=list(CALIBRATION))
+    plain = Committee([LengthMetric(per_word=5), LengthMetric(per_word=10)])
+    assert len({other.signature(), same.signature(), plain.signature()}) == 3
+    assert same.signature() == Committee([LengthMetric(per_word=5), LengthMetric(per_word=10)], normalize="quantile",
+                                         calibration=CALIBRATION).signature()
+
+
+def test_bad_normalization_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="needs calibration"):
+        jury(normalize="quantile")
+    with pytest.raises(ValueError, match="only used with normalize='quantile'"):
+        jury(calibration=CALIBRATION)
+    with pytest.raises(ValueError, match="normalize must be one of"):
+        jury(normalize="zscore")
+    with pytest.raises(ValueError, match="non-empty list of samples"):
+        jury(normalize="quantile", calibration=[]).score([ONE])

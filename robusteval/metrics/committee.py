@@ -22,6 +22,16 @@ Members are any metrics: a name (``"rougeL"``), a ``{"name": ..., "options": {..
 a dict of LLM-judge options (``{"template": "adveval-dialogue", "backend": "openai:gpt-4o"}``:
 several templates and/or models), or a metric object.
 
+Members of different kinds (an LLM judge, a trained cross-encoder, BERTScore) score on
+scales of their own: one judge's good replies sit at 30-38 of 100, a cross-encoder's at 60-80.
+A median or a range over raw scores would then say more about the scales than about the text.
+``normalize="quantile"`` puts every member on one scale first: a member's score becomes its
+mid-rank percentile among its own scores of ``calibration`` -- clean texts the user supplies,
+never the texts under test -- ``100 * (#{c < x} + #{c == x} / 2) / n``. The median and the
+spread are then in percentile points (``threshold`` too). This is the usual way to pool
+heterogeneous raters (rank or quantile normalization); the committee papers pool judges
+that share one 1-5 scale and need none.
+
     >>> from robusteval import metrics
     >>> jury = metrics.load("committee", members=[  # doctest: +SKIP
     ...     {"template": "geval"}, {"template": "adveval-dialogue"},
@@ -31,6 +41,7 @@ several templates and/or models), or a metric object.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -46,6 +57,15 @@ SPREADS = ("range", "mad")
 SPREAD_MAX = {"range": 100.0, "mad": 50.0}  # the largest spread 0-100 scores can have
 DEFAULT_THRESHOLD = 0.3  # of SPREAD_MAX: a 30-point range, a 15-point MAD
 ON_DISAGREEMENT = ("median", "abstain")
+NORMALIZE = ("none", "quantile")
+
+
+def quantile_scale(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Each score's mid-rank percentile (0-100) among the sorted ``reference`` scores:
+    ``100 * (#{r < x} + #{r == x} / 2) / n``."""
+    below = np.searchsorted(reference, scores, side="left")
+    at_or_below = np.searchsorted(reference, scores, side="right")
+    return 100.0 * (below + at_or_below) / (2.0 * len(reference))
 
 
 def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
@@ -95,13 +115,27 @@ class Committee(Metric):
     Options: ``members`` (at least two), ``spread`` (``range`` or ``mad``), ``threshold``
     (the spread in points at or above which the jury disagrees; default 30 for ``range``, 15
     for ``mad``: calibrate it on clean data), ``on_disagreement`` (``median`` or
-    ``abstain``), ``abstain_score`` (default 0)."""
+    ``abstain``), ``abstain_score`` (default 0), ``normalize`` (``none``, or ``quantile``:
+    each member's score as its percentile among its scores of ``calibration``, a list of
+    clean samples or anything :func:`robusteval.data.load` takes; ``data_dir`` for a dataset
+    name)."""
 
     name: ClassVar[str] = "committee"
 
     def __init__(self, members: Sequence[Any], spread: str = "range", threshold: float | None = None,
-                 on_disagreement: str = "median", abstain_score: float = 0.0, **kwargs: Any) -> None:
+                 on_disagreement: str = "median", abstain_score: float = 0.0, normalize: str = "none",
+                 calibration: Any = None, data_dir: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if normalize not in NORMALIZE:
+            raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
+        if normalize == "quantile" and calibration is None:
+            raise ValueError("normalize='quantile' needs calibration: clean samples (or a dataset) scored by every "
+                             "member to set its scale")
+        if normalize == "none" and calibration is not None:
+            raise ValueError("calibration is only used with normalize='quantile'")
+        self.normalize, self._calibration_spec, self._data_dir = normalize, calibration, data_dir
+        self._calibration: list[Sample] | None = None
+        self._reference: list[np.ndarray] | None = None
         if isinstance(members, str | dict) or len(members) < 2:
             raise ValueError("a committee needs a list of at least two members")
         if spread not in SPREADS:
@@ -140,7 +174,7 @@ class Committee(Metric):
             self.check_sample(s)
         return self._matrix(samples)
 
-    def _matrix(self, samples: list[Sample]) -> np.ndarray:
+    def _raw(self, samples: list[Sample]) -> np.ndarray:
         rows = []
         for label, m in zip(self.labels, self.members, strict=True):
             got = np.asarray(m.score(samples), dtype=np.float64)
@@ -149,6 +183,31 @@ class Committee(Metric):
                                  f"committee member {label} returned no finite score per sample")
             rows.append(got)
         return np.vstack(rows)
+
+    def calibration(self) -> list[Sample]:
+        """The clean samples that set each member's scale (``normalize="quantile"``), loaded once."""
+        if self._calibration is None:
+            spec = self._calibration_spec
+            if isinstance(spec, str | bytes) or hasattr(spec, "__fspath__"):
+                from robusteval import data
+
+                spec = data.load(spec, self._data_dir)
+            samples = list(spec)
+            if not samples or not all(isinstance(x, Sample) for x in samples):
+                raise ValueError("committee calibration must be a non-empty list of samples or a dataset")
+            self._calibration = samples
+        return self._calibration
+
+    def _scales(self) -> list[np.ndarray]:
+        if self._reference is None:
+            self._reference = [np.sort(row) for row in self._raw(self.calibration())]
+        return self._reference
+
+    def _matrix(self, samples: list[Sample]) -> np.ndarray:
+        raw = self._raw(samples)
+        if self.normalize == "none":
+            return raw
+        return np.vstack([quantile_scale(row, ref) for row, ref in zip(raw, self._scales(), strict=True)])
 
     def disagreement(self, samples: Sequence[Sample]) -> list[float]:
         """The members' spread per sample (points on 0-100; see ``spread``)."""
@@ -184,7 +243,18 @@ class Committee(Metric):
         """Counters (``disagreed``, ``abstained``...) plus each member's own report."""
         members = [m.report() if callable(getattr(m, "report", None)) else {"metric": label}
                    for label, m in zip(self.labels, self.members, strict=True)]
-        return {**super().report(), "members": members}
+        out = {**super().report(), "members": members}
+        if self.normalize != "none":
+            out["normalize"] = {"method": self.normalize, "calibration_n": len(self.calibration())}
+        return out
+
+    def _calibration_identity(self) -> str:
+        """What the members' scales depend on: the calibration texts (a hash of ids and texts)."""
+        h = hashlib.sha256()
+        for s in self.calibration():
+            for part in (s.id, s.response, *s.context, s.reference or ""):
+                h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+        return f"{len(self.calibration())}:{h.hexdigest()[:16]}"
 
     def jury_signature(self) -> str:
         """The members' settings and the spread: what the disagreement values depend on."""
@@ -192,7 +262,9 @@ class Committee(Metric):
         for label, m in zip(self.labels, self.members, strict=True):
             sig = m.signature() if callable(getattr(m, "signature", None)) else ""
             parts.append(f"{label}({sig})")
-        return f"members=[{'; '.join(parts)}]|spread={self.spread}"
+        scale = (f"|normalize={self.normalize}({self._calibration_identity()})"
+                 if self.normalize != "none" else "")
+        return f"members=[{'; '.join(parts)}]|spread={self.spread}{scale}"
 
     def signature(self) -> str:
         return (f"{self.jury_signature()}|threshold={self.threshold:g}|on_disagreement={self.on_disagreement}"
