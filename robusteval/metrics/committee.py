@@ -252,8 +252,9 @@ class Committee(Metric):
         """What the members' scales depend on: the calibration texts (a hash of ids and texts)."""
         h = hashlib.sha256()
         for s in self.calibration():
-            for part in (s.id, s.response, *s.context, s.reference or ""):
+            for part in (s.id, s.response, *s.context, s.reference or "", *s.references, s.fact or ""):
                 h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+            h.update(b"\x01")  # one sample ends
         return f"{len(self.calibration())}:{h.hexdigest()[:16]}"
 
     def jury_signature(self) -> str:
