@@ -213,10 +213,15 @@ def main(argv: list[str] | None = None) -> int:
                                                                 rated, aspects)
             summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
     for name in args.datasets:  # every variant's ASR from its results (runs of parts add up)
+        attacked = None
+        if args.split == "test":  # every family on the test contexts alone (the fitting ones are validation's)
+            everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
+            aspect = "overall" if "overall" in everything[0].human else "relevance"
+            attacked = {s.id for s in contexts(name, everything, aspect, args)[args.fit_size:]}
         for variant in VARIANTS:
             results = root / name / variant / "results.jsonl"
             if results.is_file():
-                rows = read_results(results)[0]
+                rows = [r for r in read_results(results)[0] if attacked is None or r.sample_id in attacked]
                 summary["asr"][f"{name}/{variant}"] = {
                     k: v["primary"] for k, v in asr_table(rows, key=lambda r: r.attack).items()}
                 summary.setdefault("attacked_contexts", {})[f"{name}/{variant}"] = len({r.sample_id for r in rows})
