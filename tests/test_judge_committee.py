@@ -142,12 +142,15 @@ class Inverse(LengthMetric):
         return 100.0 - super()._score(samples)
 
 
-def test_quantile_scale_is_the_mid_rank_percentile() -> None:
+def test_quantile_scale_is_the_interpolated_mid_rank_percentile() -> None:
     from robusteval.metrics.committee import quantile_scale
 
-    ref = np.array([10.0, 20.0, 20.0, 30.0])
-    # below 10: none; at 10: 0 below + 1 at -> 0.5 of 4; at 20: 1 below, 2 at -> 2 of 4; above all: 4 of 4
-    assert quantile_scale(np.array([5.0, 10.0, 20.0, 25.0, 40.0]), ref).tolist() == [0.0, 12.5, 50.0, 75.0, 100.0]
+    ref = np.array([30.0, 10.0, 20.0, 20.0])  # any order
+    # at 10: 0 below + 1 at -> 0.5 of 4; at 20: 1 below, 2 at -> 2 of 4; at 30: 3 below + 1 at -> 3.5 of 4;
+    # 25 lies halfway between 20 (50) and 30 (87.5); below the lowest 0, above the highest 100
+    got = quantile_scale(np.array([5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0]), np.sort(ref))
+    assert got.tolist() == [0.0, 12.5, 31.25, 50.0, 68.75, 87.5, 100.0]
+    assert quantile_scale(np.array([1.0, 2.0, 3.0]), np.array([2.0])).tolist() == [0.0, 50.0, 100.0]
 
 
 def test_members_on_different_scales_agree_once_normalized() -> None:

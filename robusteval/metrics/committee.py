@@ -26,9 +26,11 @@ Members of different kinds (an LLM judge, a trained cross-encoder, BERTScore) sc
 scales of their own: one judge's good replies sit at 30-38 of 100, a cross-encoder's at 60-80.
 A median or a range over raw scores would then say more about the scales than about the text.
 ``normalize="quantile"`` puts every member on one scale first: a member's score becomes its
-mid-rank percentile among its own scores of ``calibration`` -- clean texts the user supplies,
-never the texts under test -- ``100 * (#{c < x} + #{c == x} / 2) / n``. The median and the
-spread are then in percentile points (``threshold`` too). This is the usual way to pool
+percentile among its own scores of ``calibration`` -- clean texts the user supplies, never the
+texts under test: the mid-rank ``100 * (#{c < x} + #{c == x} / 2) / n`` at a calibration
+score, interpolated linearly between two of them, 0 below the lowest and 100 above the
+highest (:func:`quantile_scale`). The median and the spread are then in percentile points
+(``threshold`` too). This is the usual way to pool
 heterogeneous raters (rank or quantile normalization); the committee papers pool judges
 that share one 1-5 scale and need none.
 
@@ -61,11 +63,16 @@ NORMALIZE = ("none", "quantile")
 
 
 def quantile_scale(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Each score's mid-rank percentile (0-100) among the sorted ``reference`` scores:
-    ``100 * (#{r < x} + #{r == x} / 2) / n``."""
-    below = np.searchsorted(reference, scores, side="left")
-    at_or_below = np.searchsorted(reference, scores, side="right")
-    return 100.0 * (below + at_or_below) / (2.0 * len(reference))
+    """Each score's percentile (0-100) among the sorted ``reference`` scores: at a reference
+    value its mid-rank, ``100 * (#{r < x} + #{r == x} / 2) / n``; between two reference values
+    the straight line between their mid-ranks; 0 below the lowest, 100 above the highest.
+    Continuous, so two texts tie only where the member's raw scores tie (a step function would
+    tie every text between the same two calibration scores, and a tie counts as a fooled R-
+    comparison)."""
+    values, counts = np.unique(reference, return_counts=True)
+    below = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    mid = 100.0 * (below + counts / 2.0) / len(reference)
+    return np.interp(np.asarray(scores, dtype=np.float64), values, mid, left=0.0, right=100.0)
 
 
 def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
