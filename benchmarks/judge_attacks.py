@@ -14,7 +14,7 @@ measure ties. Variants:
 * ``committee`` -- ``committee`` of three isolated members, the same rubric worded three ways
   (Hu et al.'s "Gold", "Detailed" and "Simplified" definitions of overall quality), median
   score, abstaining (score 0) when the members' range reaches ``--threshold`` points. One
-  model, three rubrics: the issue's multi-*model* committees cannot be built offline;
+  LLM, three rubrics (SmolLM2 is the only LLM here);
 * ``guarded`` -- the isolated judge behind the guard of ``configs/compare/judges.yaml``
   (``nonalnum``, ``speaker_tag``, ``generic``, ``judge_injection``) with the package's shipped
   per-task, per-language thresholds and policy ``floor`` (a flagged text scores 0);
@@ -114,8 +114,10 @@ def contexts(name: str, everything: list[Sample], aspect: str, args: argparse.Na
     if args.split == "first":
         return best[: args.limit + args.fit_size]
     part = {s.id: split_of(name, s, *SPLIT) for s in best}
-    return ([s for s in best if part[s.id] == "val"][: args.fit_size]
-            + [s for s in best if part[s.id] == "test"][: args.limit])
+    fit = [s for s in best if part[s.id] == "val"][: args.fit_size]
+    if len(fit) < args.fit_size:  # else test contexts would slide into the fitting samples
+        raise SystemExit(f"{name}: only {len(fit)} validation contexts for --fit-size {args.fit_size}")
+    return fit + [s for s in best if part[s.id] == "test"][: args.limit]
 
 
 def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any]:
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--datasets", nargs="*", default=["dailydialog-zhao", "summeval"])
-    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--variants", nargs="*", default=["plain", "isolation", "committee"], choices=VARIANTS)
     ap.add_argument("--limit", type=int, default=20, help="attacked contexts per dataset (+ fitting samples)")
     ap.add_argument("--families", nargs="*", default=FAMILIES, choices=FAMILIES,
                     help="attack families to run (default: all; e.g. only the static ones, without the searches)")
@@ -176,6 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-attacks", action="store_true", help="also: just print the tables of what has run")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
+    if "mixed" in args.variants:  # refused now, not after hours of the other variants' attacks
+        if not args.cross_encoder:
+            ap.error("the mixed committee needs --cross-encoder <a trained cross-encoder export>")
+        if args.split != "test":
+            ap.error("the mixed committee needs --split test: its scale is set on validation contexts and its "
+                     "cross-encoder trained on train contexts, so only test contexts are attacked")
+        if not args.skip_attacks and set(args.datasets) != {"dailydialog-zhao"}:
+            ap.error("the mixed committee is calibrated on DailyDialog-Zhao: --datasets dailydialog-zhao")
+        if not args.skip_validity and any(data.info(c).task != "dialogue" for c in args.corr):
+            ap.error("the mixed committee scores dialogue only (its cross-encoder): give --corr dialogue sets")
     if not os.environ.get("ROBUSTEVAL_DATA"):
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
         return 2
@@ -239,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
 def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
     for name in args.datasets:
         done = summary.get("attacked_contexts", {})
-        print(f"\n### {name}: ASR (beats_reference), {args.limit} attacked contexts (+ {args.fit_size} fitting); "
-              f"contexts attacked so far per variant: {done}\n")
+        print(f"\n### {name}: ASR (beats_reference), at most {args.limit} attacked contexts (+ {args.fit_size} "
+              f"fitting); contexts counted per variant: {done}\n")
         cols = [v for v in args.variants if f"{name}/{v}" in summary["asr"]]
         heads = [f"{v} (searches transferred)" if v in args.transfer else v for v in cols]
         print("| attack | " + " | ".join(heads) + " |")
@@ -256,7 +268,8 @@ def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
         if name in summary.get("phrase", {}):
             print(f"\nphrase fitted on plain: {summary['phrase'][name]!r}")
     print("\n### Validity: Spearman with people\n")
-    print("| set | " + " | ".join(args.variants) + " | change (isolation, committee) |")
+    others = [v for v in args.variants if v != "plain"]
+    print("| set | " + " | ".join(args.variants) + f" | change ({', '.join(others)}) |")
     print("|---|" + "---|" * (len(args.variants) + 1))
     for name in args.corr:
         entries = [summary["validity"].get(f"{name}/{v}") for v in args.variants]

@@ -3,6 +3,8 @@ disagreement, abstention counted, and a guard that flags on disagreement."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from toy import LengthMetric, ScriptedLLM
@@ -142,15 +144,20 @@ class Inverse(LengthMetric):
         return 100.0 - super()._score(samples)
 
 
-def test_quantile_scale_is_the_interpolated_mid_rank_percentile() -> None:
+def test_quantile_scale_is_the_interpolated_mid_rank_percentile_with_strict_tails() -> None:
     from robusteval.metrics.committee import quantile_scale
 
     ref = np.array([30.0, 10.0, 20.0, 20.0])  # any order
     # at 10: 0 below + 1 at -> 0.5 of 4; at 20: 1 below, 2 at -> 2 of 4; at 30: 3 below + 1 at -> 3.5 of 4;
-    # 25 lies halfway between 20 (50) and 30 (87.5); below the lowest 0, above the highest 100
-    got = quantile_scale(np.array([5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0]), np.sort(ref))
-    assert got.tolist() == [0.0, 12.5, 31.25, 50.0, 68.75, 87.5, 100.0]
-    assert quantile_scale(np.array([1.0, 2.0, 3.0]), np.array([2.0])).tolist() == [0.0, 50.0, 100.0]
+    # 25 lies halfway between 20 (50) and 30 (87.5)
+    got = quantile_scale(np.array([10.0, 15.0, 20.0, 25.0, 30.0]), ref)
+    assert got.tolist() == [12.5, 31.25, 50.0, 68.75, 87.5]
+    # beyond the calibration: exponential tails from the end mid-ranks, scale = the mean gap (10)
+    tails = quantile_scale(np.array([-100.0, 0.0, 5.0, 35.0, 40.0, 1000.0]), ref)
+    assert tails[2] == pytest.approx(12.5 * np.exp(-0.5)) and tails[4] == pytest.approx(100 - 12.5 * np.exp(-1.0))
+    assert np.all(np.diff(tails) > 0) and 0.0 < tails[0] < tails[1] < 12.5 and 87.5 < tails[3] < tails[4] <= 100.0
+    with pytest.raises(ValueError, match="two distinct"):
+        quantile_scale(np.array([1.0]), np.array([2.0, 2.0]))
 
 
 def test_members_on_different_scales_agree_once_normalized() -> None:
@@ -165,7 +172,11 @@ def test_members_on_different_scales_agree_once_normalized() -> None:
     split = Committee([LengthMetric(per_word=5), Inverse(per_word=5)], on_disagreement="abstain",
                       normalize="quantile", calibration=CALIBRATION)
     long = Sample(id="fr", task="dialogue", context=("Hi",), response="Oui , merci beaucoup mon ami")
-    assert split.member_details([long])[0]["members"] == {"0:length": 100.0, "1:inverse": 0.0}
+    # 30 points is past the length member's top score (20: mid-rank 75), 70 below the inverse one's lowest
+    # (80: mid-rank 25); both tails have scale 7.5 (the mean gap between distinct scores)
+    members = split.member_details([long])[0]["members"]
+    assert members["0:length"] == pytest.approx(100 - 25 * np.exp(-10 / 7.5))
+    assert members["1:inverse"] == pytest.approx(25 * np.exp(-10 / 7.5))
     assert split.score([long]).tolist() == [0.0] and split.report()["fallbacks"]["abstained"] == 1
 
 
@@ -190,6 +201,18 @@ def test_the_calibration_is_scored_once_and_enters_the_signature() -> None:
                                          calibration=CALIBRATION).signature()
 
 
+def test_the_signature_follows_every_field_of_the_calibration() -> None:
+    def sig(cal):
+        return Committee([LengthMetric(per_word=5), LengthMetric(per_word=10)], normalize="quantile",
+                         calibration=cal).signature()
+
+    base = sig(CALIBRATION)
+    turn = [replace(CALIBRATION[0], context=("Salut",)), *CALIBRATION[1:]]
+    answer = [replace(CALIBRATION[0], answer="oui"), *CALIBRATION[1:]]
+    as_dicts = [s.to_dict() for s in CALIBRATION]
+    assert len({base, sig(turn), sig(answer)}) == 3 and sig(as_dicts) == base
+
+
 def test_bad_normalization_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="needs calibration"):
         jury(normalize="quantile")
@@ -197,5 +220,13 @@ def test_bad_normalization_settings_are_refused() -> None:
         jury(calibration=CALIBRATION)
     with pytest.raises(ValueError, match="normalize must be one of"):
         jury(normalize="zscore")
-    with pytest.raises(ValueError, match="non-empty list of samples"):
+    with pytest.raises(ValueError, match=r"non-empty list of samples.*got an empty list"):
         jury(normalize="quantile", calibration=[]).score([ONE])
+    with pytest.raises(ValueError, match="got int"):
+        jury(normalize="quantile", calibration=[CALIBRATION[0], 3]).score([ONE])
+    blank = [*CALIBRATION, Sample(id="cal-blank", task="dialogue", context=("Hi",), response="\u200b ")]
+    with pytest.raises(InputError, match=r"cal-blank.*calibration sample"):
+        jury(normalize="quantile", calibration=blank).score([ONE])
+    same = [Sample(id=f"w{i}", task="dialogue", context=("Hi",), response=w) for i, w in enumerate(["一", "二"])]
+    with pytest.raises(ValueError, match="member 0:length gave every calibration sample the same score"):
+        jury(normalize="quantile", calibration=same).score([ONE])

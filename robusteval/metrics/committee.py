@@ -28,8 +28,9 @@ A median or a range over raw scores would then say more about the scales than ab
 ``normalize="quantile"`` puts every member on one scale first: a member's score becomes its
 percentile among its own scores of ``calibration`` -- clean texts the user supplies, never the
 texts under test: the mid-rank ``100 * (#{c < x} + #{c == x} / 2) / n`` at a calibration
-score, interpolated linearly between two of them, 0 below the lowest and 100 above the
-highest (:func:`quantile_scale`). The median and the spread are then in percentile points
+score, interpolated linearly between two of them, with exponential tails toward 0 and 100
+beyond them (:func:`quantile_scale`: strictly increasing, so texts tie only where raw scores
+tie). The median and the spread are then in percentile points
 (``threshold`` too). This is the usual way to pool
 heterogeneous raters (rank or quantile normalization); the committee papers pool judges
 that share one 1-5 scale and need none.
@@ -44,6 +45,8 @@ that share one 1-5 scale and need none.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -63,16 +66,26 @@ NORMALIZE = ("none", "quantile")
 
 
 def quantile_scale(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Each score's percentile (0-100) among the sorted ``reference`` scores: at a reference
-    value its mid-rank, ``100 * (#{r < x} + #{r == x} / 2) / n``; between two reference values
-    the straight line between their mid-ranks; 0 below the lowest, 100 above the highest.
-    Continuous, so two texts tie only where the member's raw scores tie (a step function would
-    tie every text between the same two calibration scores, and a tie counts as a fooled R-
-    comparison)."""
+    """Each score's percentile (0-100) among the ``reference`` scores (at least two distinct
+    values): at a reference value its mid-rank, ``100 * (#{r < x} + #{r == x} / 2) / n``;
+    between two reference values the straight line between their mid-ranks; beyond the lowest
+    (highest) value an exponential tail from its mid-rank toward 0 (100), with the mean gap
+    between distinct reference values as its scale. Strictly increasing, so two texts tie only
+    where the member's raw scores tie: a step function, or a clip at 0 and 100, would tie texts
+    that differ, and a tie counts as a fooled R- comparison. (The mid-rank is scipy's
+    ``percentileofscore(kind="mean")``.)"""
     values, counts = np.unique(reference, return_counts=True)
+    if len(values) < 2:
+        raise ValueError("a quantile scale needs at least two distinct calibration scores")
     below = np.concatenate(([0], np.cumsum(counts)[:-1]))
     mid = 100.0 * (below + counts / 2.0) / len(reference)
-    return np.interp(np.asarray(scores, dtype=np.float64), values, mid, left=0.0, right=100.0)
+    gap = float(values[-1] - values[0]) / (len(values) - 1)
+    x = np.asarray(scores, dtype=np.float64)
+    out = np.interp(x, values, mid)
+    low, high = x < values[0], x > values[-1]
+    out[low] = mid[0] * np.exp((x[low] - values[0]) / gap)
+    out[high] = 100.0 - (100.0 - mid[-1]) * np.exp(-(x[high] - values[-1]) / gap)
+    return out
 
 
 def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
@@ -131,7 +144,8 @@ class Committee(Metric):
 
     def __init__(self, members: Sequence[Any], spread: str = "range", threshold: float | None = None,
                  on_disagreement: str = "median", abstain_score: float = 0.0, normalize: str = "none",
-                 calibration: Any = None, data_dir: str | None = None, **kwargs: Any) -> None:
+                 calibration: Sequence[Sample | dict[str, Any]] | str | os.PathLike[str] | None = None,
+                 data_dir: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
@@ -143,6 +157,7 @@ class Committee(Metric):
         self.normalize, self._calibration_spec, self._data_dir = normalize, calibration, data_dir
         self._calibration: list[Sample] | None = None
         self._reference: list[np.ndarray] | None = None
+        self._identity: str | None = None
         if isinstance(members, str | dict) or len(members) < 2:
             raise ValueError("a committee needs a list of at least two members")
         if spread not in SPREADS:
@@ -192,22 +207,38 @@ class Committee(Metric):
         return np.vstack(rows)
 
     def calibration(self) -> list[Sample]:
-        """The clean samples that set each member's scale (``normalize="quantile"``), loaded once."""
+        """The clean samples that set each member's scale (``normalize="quantile"``), loaded and
+        checked once: each must be a text every member can score."""
         if self._calibration is None:
             spec = self._calibration_spec
-            if isinstance(spec, str | bytes) or hasattr(spec, "__fspath__"):
+            if isinstance(spec, str) or hasattr(spec, "__fspath__"):
                 from robusteval import data
 
                 spec = data.load(spec, self._data_dir)
-            samples = list(spec)
-            if not samples or not all(isinstance(x, Sample) for x in samples):
-                raise ValueError("committee calibration must be a non-empty list of samples or a dataset")
+            samples = [Sample.from_dict(x) if isinstance(x, dict) else x for x in spec]
+            bad = next((x for x in samples if not isinstance(x, Sample)), None)
+            if not samples or bad is not None:
+                raise ValueError("committee calibration must be a non-empty list of samples (or sample dicts) or a "
+                                 f"dataset, got {'an empty list' if not samples else type(bad).__name__}")
+            for x in samples:
+                try:
+                    check_sample_text(x)
+                    if is_blank(x.response):
+                        raise InputError(x.id, "response", "empty response")
+                    self.check_sample(x)
+                except InputError as exc:
+                    raise InputError(x.id, "response", f"committee calibration sample: {exc}") from None
             self._calibration = samples
         return self._calibration
 
     def _scales(self) -> list[np.ndarray]:
         if self._reference is None:
-            self._reference = [np.sort(row) for row in self._raw(self.calibration())]
+            rows = self._raw(self.calibration())
+            for label, row in zip(self.labels, rows, strict=True):
+                if len(np.unique(row)) < 2:
+                    raise ValueError(f"committee member {label} gave every calibration sample the same score "
+                                     f"({row[0]:g}): no scale to put its scores on")
+            self._reference = [np.sort(row) for row in rows]
         return self._reference
 
     def _matrix(self, samples: list[Sample]) -> np.ndarray:
@@ -256,13 +287,14 @@ class Committee(Metric):
         return out
 
     def _calibration_identity(self) -> str:
-        """What the members' scales depend on: the calibration texts (a hash of ids and texts)."""
-        h = hashlib.sha256()
-        for s in self.calibration():
-            for part in (s.id, s.response, *s.context, s.reference or "", *s.references, s.fact or ""):
-                h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
-            h.update(b"\x01")  # one sample ends
-        return f"{len(self.calibration())}:{h.hexdigest()[:16]}"
+        """What the members' scales depend on: every field of every calibration sample (a hash
+        of their JSON, computed once)."""
+        if self._identity is None:
+            h = hashlib.sha256()
+            for s in self.calibration():
+                h.update(json.dumps(s.to_dict(), sort_keys=True, ensure_ascii=True, default=str).encode() + b"\n")
+            self._identity = f"{len(self.calibration())}:{h.hexdigest()[:16]}"
+        return self._identity
 
     def jury_signature(self) -> str:
         """The members' settings and the spread: what the disagreement values depend on."""
