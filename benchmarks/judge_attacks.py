@@ -24,7 +24,9 @@ measure ties. Variants:
   ``normalize="quantile"`` (calibrated on ``--calibration-size`` well-rated replies of
   validation contexts), median score (no abstention: an abstained original would score 0
   and hand every attack text a win). Dialogue only; use ``--split test`` so the cross-encoder
-  is attacked on contexts it was not trained on.
+  is attacked on contexts it was not trained on;
+* ``cross-encoder`` -- the trained cross-encoder of ``--cross-encoder`` alone (dialogue only,
+  ``--split test``): the mixed committee's learned member under the same attacks.
 
 Attacks (R-, ``beats_reference``): ``judge-master-keys``, ``judge-master-keys-prefix``,
 ``null-model``, ``judge-universal-phrase``, ``judge-injection-search`` and its ``-ppl`` form, on
@@ -71,7 +73,8 @@ from robusteval.types import Sample
 SEARCHES = {"judge-universal-phrase", "judge-injection-search", "judge-injection-search-ppl"}
 FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judge-universal-phrase",
             "judge-injection-search", "judge-injection-search-ppl"]
-VARIANTS = ("plain", "isolation", "committee", "guarded", "mixed")
+VARIANTS = ("plain", "isolation", "committee", "guarded", "mixed", "cross-encoder")
+NEEDS_CROSS_ENCODER = ("mixed", "cross-encoder")
 SPLIT = (0.1, 0.2, 0)  # val fraction, test fraction, seed: configs/compare/dialogue*.yaml's
 GUARD = ["nonalnum", "speaker_tag", "generic", "judge_injection"]  # configs/compare/judges.yaml's
 RUBRICS = ("Gold", "Detailed", "Simplified")
@@ -86,9 +89,11 @@ def judge(variant: str, args: argparse.Namespace) -> Any:
 
         # the package's shipped thresholds per task and language (no file), flagged texts score 0
         return guard(judge("isolation", args), GUARD, policy="floor")
+    if variant in NEEDS_CROSS_ENCODER and not args.cross_encoder:
+        raise SystemExit(f"{variant} needs --cross-encoder <a trained cross-encoder export>")
+    if variant == "cross-encoder":
+        return metrics.load("cross-encoder", checkpoint=args.cross_encoder)
     if variant == "mixed":
-        if not args.cross_encoder:
-            raise SystemExit("the mixed committee needs --cross-encoder <a trained cross-encoder export>")
         members = [judge("isolation", args), metrics.load("cross-encoder", checkpoint=args.cross_encoder),
                    metrics.load("bertscore", against="context")]
         return metrics.load("committee", members=members, normalize="quantile", calibration=calibration(args))
@@ -169,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=("first", "test"), default="first",
                     help="first: the first contexts; test: fit on validation, attack test contexts (see contexts())")
     ap.add_argument("--cross-encoder", default=None, help="mixed: the trained cross-encoder export (§11's base)")
+    ap.add_argument("--phrase-from", default=None,
+                    help="the out-dir of a run whose plain judge fitted the transferred phrase (default: --out-dir)")
     ap.add_argument("--calibration-size", type=int, default=60, help="mixed: clean replies that set the scales")
     ap.add_argument("--corr", nargs="*", default=["summeval", "usr-topicalchat"])
     ap.add_argument("--corr-limit", type=int, default=60)
@@ -178,26 +185,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-attacks", action="store_true", help="also: just print the tables of what has run")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
-    if "mixed" in args.variants:  # refused now, not after hours of the other variants' attacks
+    for v in sorted(set(args.variants) & set(NEEDS_CROSS_ENCODER)):  # refused now, not after hours of attacks
         if not args.cross_encoder:
-            ap.error("the mixed committee needs --cross-encoder <a trained cross-encoder export>")
+            ap.error(f"{v} needs --cross-encoder <a trained cross-encoder export>")
         if args.split != "test":
-            ap.error("the mixed committee needs --split test: its scale is set on validation contexts and its "
-                     "cross-encoder trained on train contexts, so only test contexts are attacked")
+            ap.error(f"{v} needs --split test: the cross-encoder trained on train contexts (and the mixed "
+                     "committee's scale is set on validation contexts), so only test contexts are attacked")
         if not args.skip_attacks and set(args.datasets) != {"dailydialog-zhao"}:
-            ap.error("the mixed committee is calibrated on DailyDialog-Zhao: --datasets dailydialog-zhao")
+            ap.error(f"{v}: the cross-encoder (and the mixed committee's scale) is DailyDialog-Zhao's: "
+                     "--datasets dailydialog-zhao")
         if not args.skip_validity and any(data.info(c).task != "dialogue" for c in args.corr):
-            ap.error("the mixed committee scores dialogue only (its cross-encoder): give --corr dialogue sets")
+            ap.error(f"{v} scores dialogue only (its cross-encoder): give --corr dialogue sets")
     if not os.environ.get("ROBUSTEVAL_DATA"):
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
         return 2
     root = Path(args.out_dir)
     summary: dict[str, Any] = {"args": vars(args), "asr": {}, "validity": {}, "seconds": {}}
+    picked: dict[str, list[Sample]] = {}  # per dataset: fitting samples, then attacked ones
+
+    def chosen_of(name: str) -> list[Sample]:
+        if name not in picked:
+            everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
+            aspect = "overall" if "overall" in everything[0].human else "relevance"
+            picked[name] = contexts(name, everything, aspect, args)
+        return picked[name]
+
     for name in args.datasets:
-        everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
-        aspect = "overall" if "overall" in everything[0].human else "relevance"
-        chosen = contexts(name, everything, aspect, args)
-        phrase = plain_phrase(root / name)
+        chosen = chosen_of(name)
+        phrase = plain_phrase(Path(args.phrase_from or root) / name)
         for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
             victim = judge(variant, args)
@@ -227,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:  # every variant's ASR from its results (runs of parts add up)
         attacked = None
         if args.split == "test":  # every family on the test contexts alone (the fitting ones are validation's)
-            everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
-            aspect = "overall" if "overall" in everything[0].human else "relevance"
-            attacked = {s.id for s in contexts(name, everything, aspect, args)[args.fit_size:]}
+            attacked = {s.id for s in chosen_of(name)[args.fit_size:]}
         for variant in VARIANTS:
             results = root / name / variant / "results.jsonl"
             if results.is_file():

@@ -67,10 +67,13 @@ def pairs(samples: list[Sample], limit: int) -> list[tuple[Sample, bool]]:
     return out
 
 
-def first_wins(ab: Sequence[float], ba: Sequence[float], clusters: Sequence[str]) -> dict[str, Any]:
-    """Share of the 2n prompts in which the answer shown first wins (a tie is not a win):
-    ``ab`` = P(response wins) with the response first, ``ba`` = the same with the reference first."""
-    wins = [bool(p > 0.5) for p in ab] + [bool(p < 0.5) for p in ba]
+def first_wins(ab: Sequence[float], ba: Sequence[float], clusters: Sequence[str],
+               margin: float = 0.0) -> dict[str, Any]:
+    """Share of the 2n prompts in which the answer shown first wins (a tie within ``margin`` of
+    0.5 is not a win, the rule of :func:`~robusteval.metrics.pairwise.verdict` that the flip rates
+    use): ``ab`` = P(response wins) with the response first, ``ba`` = the same with the reference
+    first."""
+    wins = [verdict(float(p), margin) == "win" for p in ab] + [verdict(float(p), margin) == "loss" for p in ba]
     return proportion(wins, list(clusters) * 2, names=("first_wins", "rate"))
 
 
@@ -103,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         judge = metrics.load("llm-pairwise", backend=args.backend, mode="prob", order="both", isolation=isolation)
         pos = position_flips(judge, samples, margin=args.margin, clusters=clusters)
         rub = rubric_flips(judge, samples, margin=args.margin, clusters=clusters)
-        first = first_wins(judge.win_probs(samples, order="ab"), judge.win_probs(samples, order="ba"), clusters)
+        first = first_wins(judge.win_probs(samples, order="ab"), judge.win_probs(samples, order="ba"), clusters,
+                           args.margin)
         agree = agreement(judge.win_probs(samples), [b for _, b in judged], clusters, args.margin)
         print(f"| {'on' if isolation else 'off'} | {pct(pos)} ({pos['flips']}/{pos['n']}) "
               f"| {pct(rub)} ({rub['flips']}/{rub['n']}) | {pct(first)} ({first['first_wins']}/{first['n']}) "

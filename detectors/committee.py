@@ -15,6 +15,15 @@ Built from member specs, so a guard config can name it:
           options: {members: [{template: geval}, {template: adveval-dialogue}], spread: range}
       policy: floor
 
+Members on different scales (an LLM judge, a trained cross-encoder, BERTScore) only disagree
+meaningfully once on one scale: ``normalize: quantile`` with ``calibration`` (clean samples or
+a dataset name, as :class:`~robusteval.metrics.committee.Committee` takes them) puts each
+member's score at its percentile among its scores of the calibration texts:
+
+    - name: committee
+      options: {members: [{template: geval}, cross-encoder, {name: bertscore, options: {against: context}}],
+                normalize: quantile, calibration: clean_replies.jsonl}
+
 or around an existing :class:`~robusteval.metrics.committee.Committee` (``committee=``, whose
 threshold then becomes the default threshold). Not among the default detectors
 (``detectors.names()``): it has nothing to judge with until members are given.
@@ -44,15 +53,20 @@ class CommitteeDisagreement(Detector):
     listed: ClassVar[bool] = False  # needs members; built from a guard config's options
 
     def __init__(self, members: Sequence[Any] | None = None, spread: str = "range",
-                 committee: Committee | None = None, threshold: float | None = None) -> None:
+                 committee: Committee | None = None, threshold: float | None = None, normalize: str = "none",
+                 calibration: Any = None, data_dir: str | None = None) -> None:
         super().__init__(threshold)
         if committee is None:
             if not members:
                 raise ValueError("the committee detector needs members=[...] (metric names, {name, options} "
                                  "dicts, dicts of llm-judge options or metrics) or committee=")
-            committee = Committee(members, spread=spread)
+            committee = Committee(members, spread=spread, normalize=normalize, calibration=calibration,
+                                  data_dir=data_dir)
         elif members:
             raise ValueError("give members= or committee=, not both")
+        elif normalize != "none" or calibration is not None:
+            raise ValueError("normalize= and calibration= build a committee from members=; a committee= given "
+                             "whole keeps its own")
         self.committee = committee
         if threshold is None:  # the committee's own threshold, normalized (0.3 unless it has another)
             self.threshold = committee.threshold / SPREAD_MAX[committee.spread]

@@ -59,6 +59,9 @@ def test_first_position_wins_counts_both_orders(flips) -> None:
     # ab: response first, wins when p > 0.5; ba: reference first, the first wins when p < 0.5
     rec = flips.first_wins([0.9, 0.2, 0.5], [0.3, 0.6, 0.5], ["a", "b", "c"])
     assert (rec["first_wins"], rec["n"]) == (2, 6)  # 0.9 and 0.3; both ties (0.5) are no win
+    near = ([0.9, 0.54, 0.5], [0.3, 0.47, 0.5], ["a", "b", "c"])
+    assert flips.first_wins(*near)["first_wins"] == 4  # 0.54 and 0.47 count at margin 0
+    assert flips.first_wins(*near, margin=0.05)["first_wins"] == 2  # within the margin: ties
     assert rec["rate"] == pytest.approx(2 / 6)
 
 

@@ -104,6 +104,27 @@ def test_guard_config_builds_the_detector_from_member_specs() -> None:
     assert guarded.score([ONE])[0] == 0.0  # the jury splits by 60 points: floored
 
 
+def test_guard_config_builds_a_normalized_committee_detector(tmp_path) -> None:
+    """``normalize: quantile`` with a calibration file: members on scales 16x apart (1 and 16
+    points per word) agree once each is read as its percentile among its calibration scores."""
+    import json
+
+    calib = tmp_path / "clean.jsonl"
+    words = ["один", "两 个", "trois mots ici", "चार शब्द यहाँ हैं", "خمس كلمات هنا في النص", "one two three four five six"]
+    calib.write_text("".join(json.dumps({"id": f"c{i}", "task": "dialogue", "response": w, "context": ["Hi"]},
+                                        ensure_ascii=False) + "\n" for i, w in enumerate(words)), encoding="utf-8")
+    members = [LengthMetric(per_word=1), LengthMetric(per_word=16)]
+    three = replace(TWO, id="three", response="fine thanks mate")
+    raw = detectors.resolve([{"name": "committee", "options": {"members": members}}])[0]
+    norm = detectors.resolve([{"name": "committee", "options": {"members": members, "normalize": "quantile",
+                                                               "calibration": str(calib)}}])[0]
+    assert raw.detect([three])[0] == pytest.approx(0.45) and raw.flags([three])[0]  # 3 vs 48: the scales alone
+    assert norm.detect([three])[0] == pytest.approx(0.0) and not norm.flags([three])[0]  # both at 41.7
+    assert "normalize=quantile(6:" in norm.signature()
+    with pytest.raises(ValueError, match="committee= given whole"):
+        detectors.load("committee", committee=jury(), normalize="quantile", calibration=str(calib))
+
+
 def test_a_committee_is_attacked_by_the_runner(tmp_path) -> None:
     """Regression: the runner asks a victim for per-sample guard ``details``; a committee's
     per-member breakdown once answered to that name and crashed every attack on a committee."""

@@ -219,6 +219,45 @@ def test_continuations_and_every_negative_kind() -> None:
         ssl_items(pos, "toy", ["nope"], 1, 0)
 
 
+@pytest.mark.parametrize(("reply", "marks", "opener"), [
+    ("Well, I think we should go home now.", {",", "."}, "Well,"),
+    ("Oh, really? Tell me more about it.", {",", "?", "."}, "Oh,"),
+    ("Sure thing, see you at eight then", {","}, "Sure thing,"),
+    ("I would love to come along tomorrow", set(), "I"),
+    ("Bien sûr ! On se voit demain soir .", {"!", "."}, "Bien sûr !"),
+    ("Да, конечно, увидимся завтра вечером.", {",", "."}, "Да,"),
+    ("نعم، سأراك غدا في المساء.", {"،", "."}, "نعم،"),
+    ("हाँ, मैं कल शाम को आऊँगा।", {",", "।"}, "हाँ,"),
+    ("好的，明天见。", {"，", "。"}, None),  # one "word" to whitespace: too short for an opener
+    ("Yes.", {"."}, None),
+])
+def test_master_key_negatives(reply: str, marks: set[str], opener: str | None) -> None:
+    """``punctuation``: one of the reply's own punctuation marks alone (Zhao et al. 2025's
+    content-free master keys); ``opener``: its first clause within three words, else its first
+    word; none for a reply under four words. Any script."""
+    import random
+
+    from robusteval.training.ssl import negative
+
+    p = Sample(id="p", task="dialogue", response=reply, context=("How about tomorrow?",), meta={"context_of": "c"})
+    drawn = {negative("punctuation", p, [p], random.Random(seed)) for seed in range(40)}
+    assert drawn == (marks or {None})
+    assert negative("opener", p, [p], random.Random(0)) == opener
+
+
+def test_master_key_negatives_enter_pretraining_only_when_asked() -> None:
+    from robusteval.training.ssl import DEFAULT_KINDS, continuations, ssl_items
+
+    pos = continuations(dialogues())
+    kinds = ["punctuation", "opener"]
+    items = ssl_items(pos, "toy", kinds, 1, seed=0)
+    neg = [it for it in items if it.kind == "ssl-"]
+    # the toy turns have no punctuation: every positive falls back to its opener
+    assert {it.family for it in neg} == {"opener"} and len(neg) == len(pos)
+    assert all(it.sample.response == it.original.response.split()[0] for it in neg if it.original)
+    assert "punctuation" not in DEFAULT_KINDS and "opener" not in DEFAULT_KINDS
+
+
 def test_pretraining_pairs_stay_in_their_context_split(monkeypatch) -> None:
     from robusteval import data
 

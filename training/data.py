@@ -157,7 +157,7 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
             else:
                 pool.counts["adv+_without_human_score"] += 1
     if self_supervised:
-        from robusteval.training.ssl import NEGATIVE_KINDS, continuations, ssl_items
+        from robusteval.training.ssl import DEFAULT_KINDS, continuations, ssl_items
 
         for name in self_supervised:
             by_split: dict[str, list[Sample]] = {sp: [] for sp in SPLITS}
@@ -170,7 +170,7 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
                 if share < 1.0:  # at most ssl_limit positives per dataset: a seeded subset of each split
                     random.Random(f"{seed}|{name}|{split}").shuffle(pos)
                     pos = pos[: round(share * len(pos))]
-                pool.items[split].extend(ssl_items(pos, name, list(ssl_negatives or NEGATIVE_KINDS),
+                pool.items[split].extend(ssl_items(pos, name, list(ssl_negatives or DEFAULT_KINDS),
                                                    ssl_per_positive, seed))
     if negatives:
         rng = random.Random(seed)
@@ -252,7 +252,8 @@ class ScoringDataModule(pl.LightningDataModule):
         limit: first N samples of each dataset (smoke runs).
         self_supervised: dialogue datasets whose contexts give self-supervised positives and
             negatives (:mod:`robusteval.training.ssl`), split by context like the rest.
-        ssl_negatives: negative kinds (default all: random, shuffled, truncated, context_copy).
+        ssl_negatives: negative kinds (default: random, shuffled, truncated, context_copy; also
+            punctuation and opener, :mod:`robusteval.training.ssl`).
         ssl_per_positive: negatives per positive.
         ssl_limit: at most this many positives per self-supervised dataset (a seeded subset).
         human_share: share of the human-judged *train* items kept (a seeded subset; validation

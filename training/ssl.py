@@ -11,7 +11,18 @@ negatives, target 0, paired with the positive for the margin loss (the positive 
 * ``shuffled`` — the positive's words in a shuffled order (incoherent, same words);
 * ``truncated`` — the positive cut to its first half of words (an unfinished reply);
 * ``context_copy`` — the last context turn repeated as the reply (the degenerate reply that
-  fools UniEval's coherence in Vasselli & Watanabe, §4).
+  fools UniEval's coherence in Vasselli & Watanabe, §4);
+* ``punctuation`` — one punctuation mark of the positive as the whole reply (".", "?", "。"):
+  the content-free "master keys" that score high with reward models and LLM judges (Zhao et
+  al. 2025, "One Token to Fool LLM-as-a-Judge", §3);
+* ``opener`` — the positive's opening words only: its first clause when that ends within
+  three words ("Well,", "Oh, really?"), else its first word. The dialogue form of Zhao et al.'s
+  fix (§4), which trains the reward model on responses cut to their content-free opening
+  sentence, labelled negative. Replies of fewer than four words give none.
+
+``punctuation`` and ``opener`` are not in the default list (a config opts in): they are made
+from human replies, never from an attack's key list, so an attack's word keys ("Thought
+process:") stay unseen in training.
 
 Contexts keep the split of the dataset they come from (a hash of dataset and context, as in
 :func:`robusteval.training.data.split_of`), so a test context is never pre-trained on.
@@ -21,6 +32,7 @@ Deterministic for a seed.
 from __future__ import annotations
 
 import random
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -30,7 +42,13 @@ from robusteval.types import Sample
 if TYPE_CHECKING:
     from robusteval.training.data import Item
 
-NEGATIVE_KINDS = ("random", "shuffled", "truncated", "context_copy")
+NEGATIVE_KINDS = ("random", "shuffled", "truncated", "context_copy", "punctuation", "opener")
+DEFAULT_KINDS = ("random", "shuffled", "truncated", "context_copy")
+OPENER_WORDS = 3  # the longest first clause an ``opener`` keeps
+
+
+def is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
 
 
 def continuations(samples: Sequence[Sample]) -> list[Sample]:
@@ -74,6 +92,16 @@ def negative(kind: str, pos: Sample, others: Sequence[Sample], rng: random.Rando
     if kind == "context_copy":
         last = pos.context[-1] if pos.context else ""
         return last if last.strip() and last != pos.response else None
+    if kind == "punctuation":
+        marks = sorted({ch for ch in pos.response if is_punctuation(ch)})
+        return marks[rng.randrange(len(marks))] if marks else None
+    if kind == "opener":
+        if len(words) < 4:
+            return None
+        for k, w in enumerate(words[:OPENER_WORDS]):
+            if is_punctuation(w[-1]):
+                return " ".join(words[: k + 1])
+        return words[0]
     raise RobustevalError(f"unknown negative kind {kind!r} (known: {', '.join(NEGATIVE_KINDS)})")
 
 
