@@ -181,6 +181,25 @@ def test_quantile_scale_is_the_interpolated_mid_rank_percentile_with_strict_tail
         quantile_scale(np.array([1.0]), np.array([2.0, 2.0]))
 
 
+def test_calibration_fallbacks_are_reported_apart_from_the_scored_texts() -> None:
+    def forty_per_word(predictions):
+        return [40.0 * len(p.split()) for p in predictions]
+
+    committee = Committee([LengthMetric(per_word=5), forty_per_word], normalize="quantile", calibration=CALIBRATION)
+    one = Sample(id="one", task="dialogue", context=("Hi",), response="Salut")
+    three = Sample(id="three", task="dialogue", context=("Hi",), response="Салют мой друг")
+    with pytest.warns(UserWarning, match="outside 0-100"):
+        committee.score([one])  # the calibration's two 4-word replies score 160: clipped while scaling
+    report = committee.report()
+    assert report["normalize"]["calibration_fallbacks"] == {"1:forty_per_word": {"clipped_to_0_100": 2}}
+    assert report["members"][1]["fallbacks"] == {}  # the scored text (40 points) fell back nowhere
+    with pytest.warns(UserWarning, match="outside 0-100"):
+        committee.score([three])  # 120 points: the scored text's own fallback, counted on the member
+    report = committee.report()
+    assert report["members"][1]["fallbacks"] == {"clipped_to_0_100": 1}
+    assert report["normalize"]["calibration_fallbacks"] == {"1:forty_per_word": {"clipped_to_0_100": 2}}
+
+
 def test_members_on_different_scales_agree_once_normalized() -> None:
     reply = Sample(id="ru", task="dialogue", context=("Hi",), response="Привет мир")  # two words
     raw = jury(on_disagreement="abstain")
@@ -189,7 +208,7 @@ def test_members_on_different_scales_agree_once_normalized() -> None:
     # calibration lengths 1, 2, 4, 4 words: two words are above 1 reply and level with 1, (1 + 0.5) / 4
     assert scaled.member_details([reply])[0]["members"] == {"0:length": 37.5, "1:length": 37.5, "2:length": 37.5}
     assert scaled.score([reply]).tolist() == [37.5] and scaled.disagreement([reply]) == [0.0]
-    assert scaled.report()["normalize"] == {"method": "quantile", "calibration_n": 4}
+    assert scaled.report()["normalize"] == {"method": "quantile", "calibration_n": 4, "calibration_fallbacks": {}}
     split = Committee([LengthMetric(per_word=5), Inverse(per_word=5)], on_disagreement="abstain",
                       normalize="quantile", calibration=CALIBRATION)
     long = Sample(id="fr", task="dialogue", context=("Hi",), response="Oui , merci beaucoup mon ami")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -158,6 +159,7 @@ class Committee(Metric):
         self._calibration: list[Sample] | None = None
         self._reference: list[np.ndarray] | None = None
         self._identity: str | None = None
+        self._calibration_fallbacks: dict[str, dict[str, int]] = {}
         if isinstance(members, str | dict) or len(members) < 2:
             raise ValueError("a committee needs a list of at least two members")
         if spread not in SPREADS:
@@ -233,7 +235,17 @@ class Committee(Metric):
 
     def _scales(self) -> list[np.ndarray]:
         if self._reference is None:
+            # the calibration's fallbacks are the scale's, not the scored texts': kept apart
+            before = [Counter(getattr(m, "fallbacks", None) or {}) for m in self.members]
             rows = self._raw(self.calibration())
+            for label, m, was in zip(self.labels, self.members, before, strict=True):
+                counter = getattr(m, "fallbacks", None)
+                if isinstance(counter, Counter):
+                    extra = counter - was
+                    counter.clear()
+                    counter.update(was)
+                    if extra:
+                        self._calibration_fallbacks[label] = dict(extra)
             for label, row in zip(self.labels, rows, strict=True):
                 if len(np.unique(row)) < 2:
                     raise ValueError(f"committee member {label} gave every calibration sample the same score "
@@ -283,7 +295,8 @@ class Committee(Metric):
                    for label, m in zip(self.labels, self.members, strict=True)]
         out = {**super().report(), "members": members}
         if self.normalize != "none":
-            out["normalize"] = {"method": self.normalize, "calibration_n": len(self.calibration())}
+            out["normalize"] = {"method": self.normalize, "calibration_n": len(self.calibration()),
+                                "calibration_fallbacks": dict(self._calibration_fallbacks)}
         return out
 
     def _calibration_identity(self) -> str:
