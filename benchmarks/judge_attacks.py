@@ -281,14 +281,14 @@ def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
         if name in summary.get("phrase", {}):
             print(f"\nphrase fitted on plain: {summary['phrase'][name]!r}")
     print("\n### Validity: Spearman with people\n")
-    others = [v for v in args.variants if v != "plain"]
-    print("| set | " + " | ".join(args.variants) + f" | change ({', '.join(others)}) |")
+    print("| set | " + " | ".join(args.variants) + " | change from plain |")
     print("|---|" + "---|" * (len(args.variants) + 1))
     for name in args.corr:
         entries = [summary["validity"].get(f"{name}/{v}") for v in args.variants]
         r = {v: (e or {}).get("spearman", {}).get("r") for v, e in zip(args.variants, entries, strict=True)}
         base = r.get("plain")
-        change = ", ".join(f"{r[v] - base:+.3f}" for v in args.variants
+        # each change names its variant: a variant without a value leaves no gap to misread
+        change = ", ".join(f"{v} {r[v] - base:+.3f}" for v in args.variants
                            if v != "plain" and r.get(v) is not None and base is not None)
         print(f"| {name} | " + " | ".join(fmt_r(e) for e in entries) + f" | {change} |")
     print("\nseconds:", json.dumps(summary["seconds"]))
