@@ -41,7 +41,8 @@ not rerun against them; the texts they found against ``plain`` are re-scored ins
 
 Validity: Spearman of each variant with the human ratings on the first ``--corr-limit`` rated
 replies of SummEval (relevance, coherence, consistency, fluency: the mean of the four) and USR
-Topical-Chat (overall), context-bootstrap intervals.
+Topical-Chat (overall), context-bootstrap intervals. With ``--split test``, a set the §11
+cross-encoder trained on (``TRAINED_ON``) gives its test split's rated replies only.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/judge_attacks.py --out-dir runs/judge-attacks \\
         [--limit 20] [--corr-limit 60] [--datasets dailydialog-zhao summeval] [--resume]
@@ -76,6 +77,9 @@ FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judg
 VARIANTS = ("plain", "isolation", "committee", "guarded", "mixed", "cross-encoder")
 NEEDS_CROSS_ENCODER = ("mixed", "cross-encoder")
 SPLIT = (0.1, 0.2, 0)  # val fraction, test fraction, seed: configs/compare/dialogue*.yaml's
+# the rated sets the §11 cross-encoder trained on (their train splits): with --split test their
+# validity rows are the test split's alone
+TRAINED_ON = {"dailydialog-zhao", "persona-zhao", "dailydialog-gupta", "conture-turn", "persona-usr"}
 GUARD = ["nonalnum", "speaker_tag", "generic", "judge_injection"]  # configs/compare/judges.yaml's
 RUBRICS = ("Gold", "Detailed", "Simplified")
 
@@ -232,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                 k: v["primary"] for k, v in asr_table(rows, key=lambda r: r.attack).items()}
     for name in [] if args.skip_validity else args.corr:
         everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
+        if args.split == "test" and name in TRAINED_ON:  # never correlate on what a member trained on
+            everything = [s for s in everything if split_of(name, s, *SPLIT) == "test"]
         rated = everything[: args.corr_limit]
         aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
         for variant in args.variants:
