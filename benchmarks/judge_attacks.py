@@ -178,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=("first", "test"), default="first",
                     help="first: the first contexts; test: fit on validation, attack test contexts (see contexts())")
     ap.add_argument("--cross-encoder", default=None, help="mixed: the trained cross-encoder export (§11's base)")
-    ap.add_argument("--phrase-from", default=None,
-                    help="the out-dir of a run whose plain judge fitted the transferred phrase (default: --out-dir)")
+    ap.add_argument("--plain-from", default=None,
+                    help="the out-dir of a run whose plain judge was attacked: its fitted phrase and (--transfer) its "
+                         "search texts are what transfers (default: --out-dir)")
     ap.add_argument("--calibration-size", type=int, default=60, help="mixed: clean replies that set the scales")
     ap.add_argument("--corr", nargs="*", default=["summeval", "usr-topicalchat"])
     ap.add_argument("--corr-limit", type=int, default=60)
@@ -216,13 +217,18 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in args.datasets:
         chosen = chosen_of(name)
-        phrase = plain_phrase(Path(args.phrase_from or root) / name)
+        plain_root = Path(args.plain_from or root)
+        phrase = plain_phrase(plain_root / name)
         for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
             victim = judge(variant, args)
             chosen_attacks = attack_list(args, phrase if variant != "plain" else None)
             if variant in args.transfer:
-                plain_rows = [r.to_dict() for r in read_results(root / name / "plain" / "results.jsonl")[0]]
+                source = plain_root / name / "plain" / "results.jsonl"
+                if not source.is_file():
+                    raise SystemExit(f"--transfer {variant}: no plain run at {source} (run --variants plain first, "
+                                     "or give --plain-from <its out-dir>)")
+                plain_rows = [r.to_dict() for r in read_results(source)[0]]
                 chosen_attacks = [a for a in chosen_attacks if a.name not in SEARCHES] + replays(plain_rows, SEARCHES)
             rows = list(run_attacks(chosen, chosen_attacks, victim,
                                     root / name / variant / "results.jsonl", resume=args.resume,
