@@ -14,7 +14,7 @@ negatives, target 0, paired with the positive for the margin loss (the positive 
   fools UniEval's coherence in Vasselli & Watanabe, §4);
 * ``punctuation`` — one punctuation mark of the positive as the whole reply (".", "?", "。"):
   the content-free "master keys" that score high with reward models and LLM judges (Zhao et
-  al. 2025, "One Token to Fool LLM-as-a-Judge");
+  al. 2025, "One Token to Fool LLM-as-a-Judge", arXiv 2507.08794);
 * ``opener`` — the positive's opening words only: its first clause when that ends within
   three words ("Well,", "Sure thing,"), else its first word. The dialogue form of Zhao et al.'s
   fix, which trains the reward model on responses cut to their content-free opening
