@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=30.0, help="committee: abstain at this range (points)")
     ap.add_argument("--split", choices=("first", "test"), default="first",
                     help="first: the first contexts; test: fit on validation, attack test contexts (see contexts())")
-    ap.add_argument("--cross-encoder", default=None, help="mixed: the trained cross-encoder export (§11's base)")
+    ap.add_argument("--cross-encoder", default=None,
+                    help="mixed, cross-encoder: the trained cross-encoder export (§11's base)")
     ap.add_argument("--plain-from", default=None,
                     help="the out-dir of a run whose plain judge was attacked: its fitted phrase and (--transfer) its "
                          "search texts are what transfers (default: --out-dir)")
