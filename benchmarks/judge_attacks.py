@@ -208,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.out_dir)
     summary: dict[str, Any] = {"args": vars(args), "asr": {}, "validity": {}, "seconds": {}}
     picked: dict[str, list[Sample]] = {}  # per dataset: fitting samples, then attacked ones
+    built: dict[str, Any] = {}  # per variant: one victim for attacks and validity (models load once,
+    # a mixed committee scores its calibration once)
+
+    def victim_of(variant: str) -> Any:
+        if variant not in built:
+            built[variant] = judge(variant, args)
+        return built[variant]
 
     def chosen_of(name: str) -> list[Sample]:
         if name not in picked:
@@ -222,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         phrase = plain_phrase(plain_root / name)
         for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
-            victim = judge(variant, args)
+            victim = victim_of(variant)
             chosen_attacks = attack_list(args, phrase if variant != "plain" else None)
             if variant in args.transfer:
                 source = plain_root / name / "plain" / "results.jsonl"
@@ -249,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
         for variant in args.variants:
             t0 = time.perf_counter()
-            summary["validity"][f"{name}/{variant}"] = validity(judge(variant, args),
+            summary["validity"][f"{name}/{variant}"] = validity(victim_of(variant),
                                                                 rated, aspects)
             summary["seconds"][f"{name}/{variant}/validity"] = round(time.perf_counter() - t0, 1)
     for name in args.datasets:  # every variant's ASR from its results (runs of parts add up)

@@ -192,11 +192,15 @@ class Committee(Metric):
         a blank response is an error here: there is nothing to judge)."""
         samples = list(samples)
         for s in samples:
-            check_sample_text(s)
-            if is_blank(s.response):
-                raise InputError(s.id, "response", f"{self.name} cannot judge an empty response")
-            self.check_sample(s)
+            self._check_judgeable(s)
         return self._matrix(samples)
+
+    def _check_judgeable(self, s: Sample) -> None:
+        """Valid text, a non-blank response, and what every member needs (a reference...)."""
+        check_sample_text(s)
+        if is_blank(s.response):
+            raise InputError(s.id, "response", f"{self.name} cannot judge an empty response")
+        self.check_sample(s)
 
     def _raw(self, samples: list[Sample]) -> np.ndarray:
         rows = []
@@ -224,10 +228,7 @@ class Committee(Metric):
                                  f"dataset, got {'an empty list' if not samples else type(bad).__name__}")
             for x in samples:
                 try:
-                    check_sample_text(x)
-                    if is_blank(x.response):
-                        raise InputError(x.id, "response", "empty response")
-                    self.check_sample(x)
+                    self._check_judgeable(x)
                 except InputError as exc:
                     raise InputError(x.id, "response", f"committee calibration sample: {exc}") from None
             self._calibration = samples
