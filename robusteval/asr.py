@@ -170,6 +170,48 @@ def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
                    [r.context_id or r.sample_id for r in used])
 
 
+def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
+                                         Iterable[ResultRow | Mapping[str, Any]]]],
+                  key: Callable[[ResultRow], str] = family_key,
+                  criterion: str | None = None) -> dict[str, dict[str, Any]]:
+    """The change in ASR from ``before`` to ``after`` rows of the *same* attacks on the *same*
+    samples, per ``key(row)`` group: e.g. two evaluators attacked on one test split, or several
+    such pairs (one per seed) pooled.
+
+    Rows are matched by attack and sample within each pair; only rows in the
+    denominator on both sides (:func:`in_denominator`) are compared. Per group:
+    ``{n_pairs, before, after, only_before, only_after, change, unmatched}``: the successes of
+    each side on the matched rows, the rows only ``before`` (only ``after``) was fooled on, and
+    the mean of ``fooled(after) - fooled(before)`` with its 95 % interval, a bootstrap over
+    contexts (:func:`robusteval.stats.mean_ci`; the contexts of different pairs are different
+    clusters, so pooled seeds resample each seed's contexts). Negative: ``after`` is fooled
+    less. ``unmatched`` counts the rows of the group that only one side has in its denominator.
+    """
+    diffs: dict[str, list[float]] = {}
+    clusters: dict[str, list[str]] = {}
+    tallies: dict[str, dict[str, int]] = {}
+    for i, (before, after) in enumerate(pairs):
+        a = {(r.attack, r.sample_id): r for r in map(as_row, before) if in_denominator(r, criterion)}
+        b = {(r.attack, r.sample_id): r for r in map(as_row, after) if in_denominator(r, criterion)}
+        for k in sorted(set(a) | set(b)):
+            row = a.get(k) or b[k]
+            t = tallies.setdefault(key(row), {"before": 0, "after": 0, "only_before": 0, "only_after": 0,
+                                              "unmatched": 0})
+            if k not in a or k not in b:
+                t["unmatched"] += 1
+                continue
+            fa, fb = fooled(a[k], criterion), fooled(b[k], criterion)
+            t["before"] += fa
+            t["after"] += fb
+            t["only_before"] += fa and not fb
+            t["only_after"] += fb and not fa
+            diffs.setdefault(key(row), []).append(float(fb) - float(fa))
+            clusters.setdefault(key(row), []).append(f"{i}|{row.context_id or row.sample_id}")
+    return {g: {"n_pairs": len(diffs.get(g, [])), **t,
+                "change": mean_ci(diffs.get(g, []), clusters.get(g, []))}
+            for g, t in sorted(tallies.items())}
+
+
 def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
     from robusteval.stats import pct
 

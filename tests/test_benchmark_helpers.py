@@ -78,3 +78,40 @@ def test_smoothing_perturbation_specs(smoothing) -> None:
     assert smoothing.perturbation("synonym:sets=wordnet") == ("synonym", {"sets": "wordnet"})
     assert smoothing.perturbation("synonym:0.5,sets=wordnet,max_set=8") == (
         "synonym", {"rate": 0.5, "sets": "wordnet", "max_set": 8})
+
+
+def _harden_folder(root: Path, fooled: list[bool], spearman: dict[str, float]) -> Path:
+    import json
+
+    from robusteval.attacks.base import ResultRow
+
+    (root / "test_round_0").mkdir(parents=True)
+    with open(root / "test_round_0" / "results.jsonl", "w", encoding="utf-8") as f:
+        for i, hit in enumerate(fooled):
+            row = ResultRow("generic-hello", "dialogue-rules", f"d/{i}", "R-", "o", "hello", "low",
+                            victim_before=50.0, victim_after=60.0 if hit else 40.0,
+                            success={"beats_reference": hit}, context_id=f"c{i}")
+            f.write(json.dumps(row.to_dict()) + "\n")
+    test = {"test_spearman": sum(spearman.values()) / len(spearman),
+            **{f"test_spearman/{k}": v for k, v in spearman.items()}}
+    (root / "harden.json").write_text(json.dumps({"chosen": 0, "rounds": [
+        {"round": 0, "val_spearman": 0.3, "test": test}]}), encoding="utf-8")
+    return root
+
+
+def test_paired_bases_prints_the_paired_change_and_spearman_per_set(tmp_path, capsys) -> None:
+    paired = _load("paired_bases")
+    seeds = []
+    for s, (before, after) in enumerate([([True, True, False, False], [False, True, False, True]),
+                                         ([True, True, True, False], [False, False, True, False])]):
+        b = _harden_folder(tmp_path / f"b{s}", before, {"zh-set": 0.30, "ar-set": 0.20})
+        a = _harden_folder(tmp_path / f"a{s}", after, {"zh-set": 0.25, "ar-set": 0.24})
+        seeds += ["--pair", str(b), str(a)]
+    assert paired.main(seeds) == 0
+    out = capsys.readouterr().out
+    # seed 1: 2 -> 2 of 4 (one row each way); seed 2: 3 -> 1 of 4; pooled 5 -> 3 of 8, -25 points
+    assert "| dialogue-rules (R-) | 2 → 2 (4) | 3 → 1 (4) |" in out
+    assert "| 5 → 3 (8) | **-25.0 [" in out
+    assert "| zh-set | 0.300 → 0.250 | 0.300 → 0.250 | -0.050 |" in out
+    assert "| ar-set | 0.200 → 0.240 | 0.200 → 0.240 | +0.040 |" in out
+    assert "sets whose mean change is below −0.02: 1 of 2" in out

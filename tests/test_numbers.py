@@ -478,3 +478,29 @@ def test_starting_ray_keeps_the_clis_sigterm_handler(monkeypatch) -> None:
         ray_backend.RayExecutor(workers=1).ensure_started()
         assert signal.getsignal(signal.SIGTERM) is ours
     assert signal.getsignal(signal.SIGTERM) is not ours  # and the CLI's own is put back after the run
+
+
+def test_paired_change_counts_matched_rows_and_pools_pairs_by_context() -> None:
+    from robusteval.asr import paired_change
+
+    # seed A: 4 samples; before fooled on s0, s1, s2; after on s2, s3; s4 only before has (unmatched)
+    before_a = [row(sample=f"s{i}", fooled=i < 3) for i in range(5)]
+    after_a = [row(sample=f"s{i}", fooled=i >= 2) for i in range(4)]
+    # a skipped row on one side leaves the pair out of the denominator
+    before_a.append(row(sample="s9", fooled=True))
+    after_a.append(row(sample="s9", outcome="skipped"))
+    one = paired_change([(before_a, after_a)])["f (R-)"]
+    assert (one["n_pairs"], one["before"], one["after"]) == (4, 3, 2)
+    assert (one["only_before"], one["only_after"], one["unmatched"]) == (2, 1, 2)
+    assert one["change"]["mean"] == pytest.approx((2 - 3) / 4)
+    # a second seed with the same sample ids: its contexts are other clusters, not merged
+    before_b = [row(sample=f"s{i}", fooled=False) for i in range(4)]
+    after_b = [row(sample=f"s{i}", fooled=False) for i in range(4)]
+    pooled = paired_change([(before_a, after_a), (before_b, after_b)])["f (R-)"]
+    assert pooled["n_pairs"] == 8 and pooled["change"]["mean"] == pytest.approx(-1 / 8)
+    assert pooled["change"]["ci_method"] == "bootstrap"  # 8 contexts, one row each
+    lo, hi = pooled["change"]["ci"]
+    assert lo <= -1 / 8 <= hi
+    # groups by family and direction; R+ rows pair under their own (invariance) criterion
+    plus = paired_change([([row(direction="R+", fooled=True)], [row(direction="R+", fooled=False)])])
+    assert list(plus) == ["f (R+)"] and plus["f (R+)"]["only_before"] == 1

@@ -1,0 +1,157 @@
+"""Two evaluators attacked on the same test contexts, over several seeds: paired ASR changes
+and Spearman per set (issue 13, "3 seeds, intervals").
+
+Each ``--pair BEFORE AFTER`` names two ``robusteval harden`` run folders of the *same seed*
+(the seed sets the split, so only runs of one seed share test contexts), or a harden folder and
+any ``results.jsonl`` with rows of the same attacks on the same samples (a ``compare`` victim's
+``plain/attacks``). Give one pair per seed.
+
+Printed:
+
+* per family (or per attack, ``--by attack``): each seed's successes / n on the rows both sides
+  attacked, and the **paired change** in ASR (after - before) with a 95 % bootstrap interval over
+  contexts, per seed and pooled over the seeds (each seed's contexts are their own clusters):
+  :func:`robusteval.asr.paired_change`, the one home of this figure;
+* Spearman with humans per test set and zero-shot set for each side and seed (harden folders
+  only: the chosen round's ``test`` figures in ``harden.json``), the change per set, its mean
+  over seeds and the mean over sets.
+
+    python benchmarks/paired_bases.py --pair runs/harden-classic-seed1 runs/harden-master-keys-seed1 \\
+        --pair runs/harden-classic-seed2 runs/harden-master-keys-seed2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robusteval.asr import attack_key, family_key, paired_change
+from robusteval.attacks.base import ResultRow
+from robusteval.attacks.runner import read_results
+from robusteval.errors import DataFormatError
+
+
+def harden_summary(path: Path) -> dict[str, Any] | None:
+    """The chosen round of a harden folder's ``harden.json`` (None for a results file)."""
+    f = path / "harden.json"
+    if not f.is_file():
+        return None
+    doc = json.loads(f.read_text(encoding="utf-8"))
+    chosen = doc["chosen"]
+    return next(r for r in doc["rounds"] if r["round"] == chosen)
+
+
+def rows_of(path: Path) -> tuple[list[ResultRow], str]:
+    """The test rows of a harden folder (its chosen round's ``test_round_<k>``) or a results file."""
+    summary = harden_summary(path)
+    if summary is not None:
+        src = path / f"test_round_{summary['round']}"
+    elif (path.is_dir() and (path / "results.jsonl").is_file()) or path.is_file():
+        src = path
+    else:
+        raise DataFormatError(path, "neither a finished harden run (harden.json) nor attack results")
+    rows, _ = read_results(src)
+    return rows, str(src)
+
+
+def change_cell(entry: dict[str, Any]) -> str:
+    c = entry["change"]
+    if c["mean"] is None:
+        return "n/a"
+    if not entry["only_before"] and not entry["only_after"]:
+        return "0 (no row changed)"  # a bootstrap of all-zero differences is a point, not an interval
+    ci = "" if c["ci"] is None else f" [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}]"
+    return f"{100 * c['mean']:+.1f}{ci}"
+
+
+def asr_tables(pairs: list[tuple[list[ResultRow], list[ResultRow]]], labels: list[str], by: str) -> list[str]:
+    key = attack_key if by == "attack" else family_key
+    per_seed = [paired_change([p], key=key) for p in pairs]
+    pooled = paired_change(pairs, key=key)
+    head = "| " + by + " | " + " | ".join(f"{lab}: before → after (n)" for lab in labels) + \
+           " | " + " | ".join(f"{lab}: change" for lab in labels) + " | pooled: before → after (n) | pooled change |"
+    out = ["ASR on the rows both sides attacked (successes), and the paired change in points "
+           "(after − before, 95 % interval over contexts):", "", head,
+           "|" + "---|" * (2 + 2 * len(labels) + 1)]
+    for group, entry in pooled.items():
+        if not entry["n_pairs"]:
+            continue  # named in the unmatched note below
+        cells = []
+        for seed in per_seed:
+            e = seed.get(group)
+            cells.append("–" if e is None or not e["n_pairs"] else f"{e['before']} → {e['after']} ({e['n_pairs']})")
+        changes = ["–" if (e := seed.get(group)) is None or not e["n_pairs"] else change_cell(e) for seed in per_seed]
+        out.append(f"| {group} | " + " | ".join(cells) + " | " + " | ".join(changes) +
+                   f" | {entry['before']} → {entry['after']} ({entry['n_pairs']}) | **{change_cell(entry)}** |")
+    unmatched = {g: e["unmatched"] for g, e in pooled.items() if e["unmatched"]}
+    if unmatched:
+        out += ["", "Rows only one side attacked (left out): " +
+                ", ".join(f"{g} {k}" for g, k in unmatched.items()) + "."]
+    return out
+
+
+def spearman_table(sides: list[tuple[dict[str, Any] | None, dict[str, Any] | None]], labels: list[str]) -> list[str]:
+    both = [(lab, b, a) for lab, (b, a) in zip(labels, sides, strict=True) if b is not None and a is not None]
+    if not both:
+        return ["(no harden.json on both sides of any pair: no Spearman table)"]
+    sets = sorted({k.split("/", 1)[1] for _, b, _ in both for k in b["test"] if k.startswith("test_spearman/")})
+    out = ["Spearman with humans on each seed's test split / zero-shot set (before → after), and the "
+           "change averaged over seeds:", "",
+           "| set | " + " | ".join(lab for lab, _, _ in both) + " | mean change |",
+           "|" + "---|" * (len(both) + 2)]
+    means: list[float] = []
+    for s in [*sets, "(mean of sets)"]:
+        key = "test_spearman" if s == "(mean of sets)" else f"test_spearman/{s}"
+        cells, deltas = [], []
+        for _, b, a in both:
+            vb, va = b["test"].get(key), a["test"].get(key)
+            if vb is None or va is None:
+                cells.append("–")
+                continue
+            cells.append(f"{vb:.3f} → {va:.3f}")
+            deltas.append(va - vb)
+        d = float(np.mean(deltas)) if deltas else None
+        if s != "(mean of sets)" and d is not None:
+            means.append(d)
+        out.append(f"| {s} | " + " | ".join(cells) + f" | {'n/a' if d is None else f'{d:+.3f}'} |")
+    if means:
+        worst = min(means)
+        out += ["", f"Worst mean change over a set: {worst:+.3f}; sets whose mean change is below −0.02: "
+                f"{sum(m < -0.02 for m in means)} of {len(means)}."]
+    vals = [(lab, b.get("val_spearman"), a.get("val_spearman")) for lab, b, a in both]
+    out += ["", "Validation Spearman (mean of the in-domain validation splits): " +
+            "; ".join(f"{lab} {vb:.3f} → {va:.3f}" for lab, vb, va in vals if vb is not None and va is not None) + "."]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BEFORE", "AFTER"),
+                    help="two runs of one seed; repeat once per seed")
+    ap.add_argument("--label", action="append", help="a name per pair (default: seed 1, seed 2, ...)")
+    ap.add_argument("--by", choices=("family", "attack"), default="family")
+    args = ap.parse_args(argv)
+    labels = args.label or [f"pair {i + 1}" for i in range(len(args.pair))]
+    if len(labels) != len(args.pair):
+        ap.error(f"{len(labels)} --label for {len(args.pair)} --pair")
+    pairs, sides = [], []
+    for lab, (before, after) in zip(labels, args.pair, strict=True):
+        (rb, sb), (ra, sa) = rows_of(Path(before)), rows_of(Path(after))
+        print(f"{lab}: before {sb} ({len(rb)} rows), after {sa} ({len(ra)} rows)")
+        pairs.append((rb, ra))
+        sides.append((harden_summary(Path(before)), harden_summary(Path(after))))
+    print()
+    print("\n".join(asr_tables(pairs, labels, args.by)))
+    print()
+    print("\n".join(spearman_table(sides, labels)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
