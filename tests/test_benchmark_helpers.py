@@ -115,3 +115,20 @@ def test_paired_bases_prints_the_paired_change_and_spearman_per_set(tmp_path, ca
     assert "| zh-set | 0.300 → 0.250 | 0.300 → 0.250 | -0.050 |" in out
     assert "| ar-set | 0.200 → 0.240 | 0.200 → 0.240 | +0.040 |" in out
     assert "sets whose mean change is below −0.02: 1 of 2" in out
+
+
+def test_rating_priors_compares_each_group_with_the_sets_mean(monkeypatch, capsys) -> None:
+    priors = _load("rating_priors")
+    scale = {"scales": {"overall": {"low": 1, "high": 5}}}
+    texts = [("c1", "好！", 5), ("c1", "That is a long and careful answer.", 1), ("c2", "Не знаю?", 3),
+             ("c2", "Je pense que oui, merci beaucoup !", 5), ("c3", "هل أنت بخير؟", 1), ("c3", "ठीक है", 3)]
+    samples = [Sample(id=f"s{i}", task="dialogue", context=(c,), response=t, human={"overall": r}, meta=scale)
+               for i, (c, t, r) in enumerate(texts)]
+    monkeypatch.setattr(priors.data, "load", lambda name: samples)
+    assert priors.main(["--split", "all", "--datasets", "toy"]) == 0
+    out = capsys.readouterr().out
+    # normalized: 1, 0, 0.5, 1, 0, 0.5 -> mean 0.5; short (<= 3 words): 好！, Не знаю?, هل أنت بخير؟, ठीक है
+    # -> (1 + 0.5 + 0 + 0.5) / 4 = 0.5; '!': 好！ and the French reply -> 1.0; '?': Russian and Arabic -> 0.25
+    assert "| toy (overall) | 6 | 0.50 | 4: 0.50 (+0.00" in out
+    assert "| 2: 1.00 (+0.50" in out
+    assert "| 2: 0.25 (-0.25" in out
