@@ -13,8 +13,12 @@ Printed:
   contexts, per seed and pooled over the seeds (each seed's contexts are their own clusters):
   :func:`robusteval.asr.paired_change`, the one home of this figure;
 * Spearman with humans per test set and zero-shot set for each side and seed (harden folders
-  only: the chosen round's ``test`` figures in ``harden.json``), the change per set, its mean
-  over seeds and the mean over sets.
+  only: the round's ``test`` figures in ``harden.json``), the change per set, its mean over
+  seeds and the mean over sets.
+
+A harden run is read at its base (round 0) unless ``--round chosen`` asks for the round its
+gate kept. Two harden runs whose seed, split fractions or attacked dataset differ are refused:
+their test contexts differ.
 
     python benchmarks/paired_bases.py --pair runs/harden-classic-seed1 runs/harden-master-keys-seed1 \\
         --pair runs/harden-classic-seed2 runs/harden-master-keys-seed2
@@ -36,28 +40,49 @@ from robusteval.attacks.base import ResultRow
 from robusteval.attacks.runner import read_results
 from robusteval.errors import DataFormatError
 
+PAIRED_KEYS = (("seed",), ("data", "val_fraction"), ("data", "test_fraction"), ("attack", "dataset"))
 
-def harden_summary(path: Path) -> dict[str, Any] | None:
-    """The chosen round of a harden folder's ``harden.json`` (None for a results file)."""
+
+def harden_doc(path: Path) -> dict[str, Any] | None:
+    """A harden folder's ``harden.json`` (None for attack results)."""
     f = path / "harden.json"
-    if not f.is_file():
-        return None
-    doc = json.loads(f.read_text(encoding="utf-8"))
-    chosen = doc["chosen"]
-    return next(r for r in doc["rounds"] if r["round"] == chosen)
+    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
 
 
-def rows_of(path: Path) -> tuple[list[ResultRow], str]:
-    """The test rows of a harden folder (its chosen round's ``test_round_<k>``) or a results file."""
-    summary = harden_summary(path)
-    if summary is not None:
-        src = path / f"test_round_{summary['round']}"
+def round_of(doc: dict[str, Any], which: str) -> dict[str, Any]:
+    """The base (round 0) or the chosen round of a ``harden.json``."""
+    k = 0 if which == "base" else doc["chosen"]
+    return next(r for r in doc["rounds"] if r["round"] == k)
+
+
+def rows_of(path: Path, which: str) -> tuple[list[ResultRow], str]:
+    """The test rows of a harden folder's base or chosen round (``test_round_<k>``), or of a
+    results file / folder."""
+    doc = harden_doc(path)
+    if doc is not None:
+        src = path / f"test_round_{round_of(doc, which)['round']}"
     elif (path.is_dir() and (path / "results.jsonl").is_file()) or path.is_file():
         src = path
     else:
         raise DataFormatError(path, "neither a finished harden run (harden.json) nor attack results")
     rows, _ = read_results(src)
     return rows, str(src)
+
+
+def check_paired(before: Path, after: Path) -> None:
+    """Two harden runs pair only when they share the split (seed and fractions) and the attacked
+    dataset: otherwise their test contexts differ and a "paired" change would compare a few
+    shared rows of different splits."""
+    a, b = harden_doc(before), harden_doc(after)
+    if a is None or b is None:
+        return
+    for path in PAIRED_KEYS:
+        va, vb = a.get("config"), b.get("config")
+        for k in path:
+            va, vb = (va or {}).get(k), (vb or {}).get(k)
+        if va != vb:
+            raise SystemExit(f"{before} and {after} do not pair: {'.'.join(path)} is {va!r} and {vb!r} "
+                             "(runs of one seed, split and dataset only)")
 
 
 def change_cell(entry: dict[str, Any]) -> str:
@@ -136,17 +161,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="two runs of one seed; repeat once per seed")
     ap.add_argument("--label", action="append", help="a name per pair (default: seed 1, seed 2, ...)")
     ap.add_argument("--by", choices=("family", "attack"), default="family")
+    ap.add_argument("--round", choices=("base", "chosen"), default="base",
+                    help="which round of a harden run: its base (round 0, the default) or the round its gate chose")
     args = ap.parse_args(argv)
     labels = args.label or [f"pair {i + 1}" for i in range(len(args.pair))]
     if len(labels) != len(args.pair):
         ap.error(f"{len(labels)} --label for {len(args.pair)} --pair")
     pairs, sides = [], []
     for lab, (before, after) in zip(labels, args.pair, strict=True):
-        (rb, sb), (ra, sa) = rows_of(Path(before)), rows_of(Path(after))
+        check_paired(Path(before), Path(after))
+        (rb, sb), (ra, sa) = rows_of(Path(before), args.round), rows_of(Path(after), args.round)
         print(f"{lab}: before {sb} ({len(rb)} rows), after {sa} ({len(ra)} rows)")
         pairs.append((rb, ra))
-        sides.append((harden_summary(Path(before)), harden_summary(Path(after))))
+        docs = harden_doc(Path(before)), harden_doc(Path(after))
+        sides.append(tuple(None if d is None else round_of(d, args.round) for d in docs))
     print()
+    print(f"Harden runs read at their {'base (round 0)' if args.round == 'base' else 'chosen round'}.")
     print("\n".join(asr_tables(pairs, labels, args.by)))
     print()
     print("\n".join(spearman_table(sides, labels)))

@@ -170,6 +170,19 @@ def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
                    [r.context_id or r.sample_id for r in used])
 
 
+def _by_attack_and_sample(rows: Iterable[ResultRow | Mapping[str, Any]], criterion: str | None,
+                          side: str) -> dict[tuple[str, str], ResultRow]:
+    out: dict[tuple[str, str], ResultRow] = {}
+    for r in map(as_row, rows):
+        if not in_denominator(r, criterion):
+            continue
+        if (r.attack, r.sample_id) in out:
+            raise ValueError(f"{side}: two rows of attack {r.attack!r} on sample {r.sample_id!r}: "
+                             "one run's rows pair, not a concatenation")
+        out[(r.attack, r.sample_id)] = r
+    return out
+
+
 def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
                                          Iterable[ResultRow | Mapping[str, Any]]]],
                   key: Callable[[ResultRow], str] = family_key,
@@ -184,15 +197,17 @@ def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
     each side on the matched rows, the rows only ``before`` (only ``after``) was fooled on, and
     the mean of ``fooled(after) - fooled(before)`` with its 95 % interval, a bootstrap over
     contexts (:func:`robusteval.stats.mean_ci`; the contexts of different pairs are different
-    clusters, so pooled seeds resample each seed's contexts). Negative: ``after`` is fooled
+    clusters, so pooled seeds resample each seed's contexts, and a context in two seeds' test
+    splits counts twice: the models of different seeds differ). Negative: ``after`` is fooled
     less. ``unmatched`` counts the rows of the group that only one side has in its denominator.
+    Two rows of one attack on one sample on a side are refused (ValueError).
     """
     diffs: dict[str, list[float]] = {}
     clusters: dict[str, list[str]] = {}
     tallies: dict[str, dict[str, int]] = {}
     for i, (before, after) in enumerate(pairs):
-        a = {(r.attack, r.sample_id): r for r in map(as_row, before) if in_denominator(r, criterion)}
-        b = {(r.attack, r.sample_id): r for r in map(as_row, after) if in_denominator(r, criterion)}
+        a, b = _by_attack_and_sample(before, criterion, f"pair {i + 1}, before"), \
+            _by_attack_and_sample(after, criterion, f"pair {i + 1}, after")
         for k in sorted(set(a) | set(b)):
             row = a.get(k) or b[k]
             t = tallies.setdefault(key(row), {"before": 0, "after": 0, "only_before": 0, "only_after": 0,

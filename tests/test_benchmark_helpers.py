@@ -80,22 +80,27 @@ def test_smoothing_perturbation_specs(smoothing) -> None:
         "synonym", {"rate": 0.5, "sets": "wordnet", "max_set": 8})
 
 
-def _harden_folder(root: Path, fooled: list[bool], spearman: dict[str, float]) -> Path:
+def _harden_folder(root: Path, fooled: list[bool], spearman: dict[str, float], seed: int = 0) -> Path:
+    """A finished harden run: a base (round 0) and a chosen round 1 that is fooled by nothing."""
     import json
 
     from robusteval.attacks.base import ResultRow
 
-    (root / "test_round_0").mkdir(parents=True)
-    with open(root / "test_round_0" / "results.jsonl", "w", encoding="utf-8") as f:
-        for i, hit in enumerate(fooled):
-            row = ResultRow("generic-hello", "dialogue-rules", f"d/{i}", "R-", "o", "hello", "low",
-                            victim_before=50.0, victim_after=60.0 if hit else 40.0,
-                            success={"beats_reference": hit}, context_id=f"c{i}")
-            f.write(json.dumps(row.to_dict()) + "\n")
-    test = {"test_spearman": sum(spearman.values()) / len(spearman),
-            **{f"test_spearman/{k}": v for k, v in spearman.items()}}
-    (root / "harden.json").write_text(json.dumps({"chosen": 0, "rounds": [
-        {"round": 0, "val_spearman": 0.3, "test": test}]}), encoding="utf-8")
+    rounds = []
+    for k, hits in ((0, fooled), (1, [False] * len(fooled))):
+        (root / f"test_round_{k}").mkdir(parents=True)
+        with open(root / f"test_round_{k}" / "results.jsonl", "w", encoding="utf-8") as f:
+            for i, hit in enumerate(hits):
+                row = ResultRow("generic-hello", "dialogue-rules", f"d/{i}", "R-", "o", "hello", "low",
+                                victim_before=50.0, victim_after=60.0 if hit else 40.0,
+                                success={"beats_reference": hit}, context_id=f"c{i}")
+                f.write(json.dumps(row.to_dict()) + "\n")
+        test = {"test_spearman": sum(spearman.values()) / len(spearman),
+                **{f"test_spearman/{s}": v - 0.1 * k for s, v in spearman.items()}}
+        rounds.append({"round": k, "val_spearman": 0.3, "test": test})
+    config = {"seed": seed, "data": {"val_fraction": 0.1, "test_fraction": 0.2}, "attack": {"dataset": "d"}}
+    (root / "harden.json").write_text(json.dumps({"chosen": 1, "rounds": rounds, "config": config}),
+                                      encoding="utf-8")
     return root
 
 
@@ -115,6 +120,13 @@ def test_paired_bases_prints_the_paired_change_and_spearman_per_set(tmp_path, ca
     assert "| zh-set | 0.300 → 0.250 | 0.300 → 0.250 | -0.050 |" in out
     assert "| ar-set | 0.200 → 0.240 | 0.200 → 0.240 | +0.040 |" in out
     assert "sets whose mean change is below −0.02: 1 of 2" in out
+    # the chosen rounds instead of the bases: nothing fooled on either side
+    assert paired.main([*seeds, "--round", "chosen"]) == 0
+    assert "| dialogue-rules (R-) | 0 → 0 (4) | 0 → 0 (4) |" in capsys.readouterr().out
+    # runs of different seeds are different splits: refused
+    other = _harden_folder(tmp_path / "seed1", [True] * 4, {"zh-set": 0.3}, seed=1)
+    with pytest.raises(SystemExit, match="seed is 0 and 1"):
+        paired.main(["--pair", seeds[1], str(other)])
 
 
 def test_rating_priors_compares_each_group_with_the_sets_mean(monkeypatch, capsys) -> None:

@@ -504,3 +504,5 @@ def test_paired_change_counts_matched_rows_and_pools_pairs_by_context() -> None:
     # groups by family and direction; R+ rows pair under their own (invariance) criterion
     plus = paired_change([([row(direction="R+", fooled=True)], [row(direction="R+", fooled=False)])])
     assert list(plus) == ["f (R+)"] and plus["f (R+)"]["only_before"] == 1
+    with pytest.raises(ValueError, match="pair 1, after: two rows of attack 'a' on sample 's0'"):
+        paired_change([(before_a, after_a + after_a[:1])])

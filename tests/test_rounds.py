@@ -258,6 +258,27 @@ def test_master_key_negatives_enter_pretraining_only_when_asked() -> None:
     assert "punctuation" not in DEFAULT_KINDS and "opener" not in DEFAULT_KINDS
 
 
+def test_a_kind_named_twice_is_drawn_twice_as_often() -> None:
+    """configs/harden/dialogue_minilm_random_quota.yaml's quota: with random in every other slot
+    and two negatives per positive, every positive gets one random negative and one other kind."""
+    from collections import Counter
+
+    from robusteval.training.ssl import continuations, ssl_items
+
+    pos = continuations(dialogues())
+    quota = ["random", "shuffled", "random", "truncated", "random", "context_copy"]
+    items = ssl_items(pos, "toy", quota, 2, seed=0)
+    by_positive: list[list[str]] = []
+    for it in items:
+        if it.kind == "ssl+":
+            by_positive.append([])
+        else:
+            by_positive[-1].append(it.family)
+    assert all(fams[0] == "random" and fams[1] != "random" for fams in by_positive)
+    counts = Counter(f for fams in by_positive for f in fams)
+    assert counts["random"] == len(pos) and counts["shuffled"] + counts["truncated"] + counts["context_copy"] == len(pos)
+
+
 def test_pretraining_pairs_stay_in_their_context_split(monkeypatch) -> None:
     from robusteval import data
 

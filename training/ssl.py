@@ -20,6 +20,10 @@ negatives, target 0, paired with the positive for the margin loss (the positive 
   fix, which trains the reward model on responses cut to their content-free opening
   sentence, labelled negative. Replies of fewer than four words give none.
 
+The kinds are drawn in rotation over the ``negatives`` list, so a kind named twice is drawn
+twice as often: ``[random, shuffled, random, truncated]`` with two negatives per positive gives
+every positive one random negative and one other (a quota for relevance).
+
 ``punctuation`` and ``opener`` are not in the default list (a config opts in): they are made
 from human replies, never from an attack's key list, so an attack's word keys ("Thought
 process:") stay unseen in training.
