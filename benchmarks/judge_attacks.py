@@ -76,7 +76,7 @@ FAMILIES = ["judge-master-keys", "judge-master-keys-prefix", "null-model", "judg
             "judge-injection-search", "judge-injection-search-ppl"]
 VARIANTS = ("plain", "isolation", "committee", "guarded", "mixed", "cross-encoder")
 NEEDS_CROSS_ENCODER = ("mixed", "cross-encoder")
-SPLIT = (0.1, 0.2, 0)  # val fraction, test fraction, seed: configs/compare/dialogue*.yaml's
+SPLIT = (0.1, 0.2)  # val and test fractions of configs/compare/dialogue*.yaml; the seed is --seed
 # the rated sets the §11 cross-encoder trained on (their train splits): with --split test their
 # validity rows are the test split's alone
 TRAINED_ON = {"dailydialog-zhao", "persona-zhao", "dailydialog-gupta", "conture-turn", "persona-usr"}
@@ -107,22 +107,22 @@ def judge(variant: str, args: argparse.Namespace) -> Any:
 
 def calibration(args: argparse.Namespace) -> list[Sample]:
     """The mixed committee's scale: well-rated (>= 4) DailyDialog-Zhao replies of the validation
-    contexts (10 / 20 % split, seed 0: never attacked here, never trained on by the §11 base)."""
+    contexts (10 / 20 % split, seed --seed: never attacked here, never trained on by the §11 base)."""
     everything = data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])
     good = [s for s in everything
-            if s.human.get("overall", 0) >= 4 and split_of("dailydialog-zhao", s, *SPLIT) == "val"]
+            if s.human.get("overall", 0) >= 4 and split_of("dailydialog-zhao", s, *SPLIT, args.seed) == "val"]
     return good[: args.calibration_size]
 
 
 def contexts(name: str, everything: list[Sample], aspect: str, args: argparse.Namespace) -> list[Sample]:
     """The fitting samples, then the attacked ones (the best-rated reply of each context):
     ``--split first`` takes the first contexts; ``--split test`` fits on validation contexts and
-    attacks test contexts of the 70 / 10 / 20 split by context with seed 0 -- the split the
+    attacks test contexts of the 70 / 10 / 20 split by context with --seed (0 by default) -- the split the
     compare configs train the cross-encoder with, so a trained member never saw them."""
     best = select(everything, "best-per-context", aspect=aspect)
     if args.split == "first":
         return best[: args.limit + args.fit_size]
-    part = {s.id: split_of(name, s, *SPLIT) for s in best}
+    part = {s.id: split_of(name, s, *SPLIT, args.seed) for s in best}
     fit = [s for s in best if part[s.id] == "val"][: args.fit_size]
     if len(fit) < args.fit_size:  # else test contexts would slide into the fitting samples
         raise SystemExit(f"{name}: only {len(fit)} validation contexts for --fit-size {args.fit_size}")
@@ -177,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=30.0, help="committee: abstain at this range (points)")
     ap.add_argument("--split", choices=("first", "test"), default="first",
                     help="first: the first contexts; test: fit on validation, attack test contexts (see contexts())")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="the split's seed: the seed the --cross-encoder export was trained with (its run's "
+                         "--seed), so its train contexts are never attacked or correlated on")
     ap.add_argument("--cross-encoder", default=None,
                     help="mixed, cross-encoder: the trained cross-encoder export (§11's base)")
     ap.add_argument("--plain-from", default=None,
@@ -191,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-attacks", action="store_true", help="also: just print the tables of what has run")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
+    if args.plain_from and "plain" in args.variants and not args.skip_attacks:
+        ap.error("--plain-from names another run's plain judge: leave plain out of --variants (one source for the "
+                 "phrase and the transferred search texts)")
     for v in sorted(set(args.variants) & set(NEEDS_CROSS_ENCODER)):  # refused now, not after hours of attacks
         if not args.cross_encoder:
             ap.error(f"{v} needs --cross-encoder <a trained cross-encoder export>")
@@ -227,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = chosen_of(name)
         plain_root = Path(args.plain_from or root)
         phrase = plain_phrase(plain_root / name)
+        if phrase is not None:
+            summary.setdefault("phrase", {})[name] = phrase
         for variant in [] if args.skip_attacks else args.variants:
             t0 = time.perf_counter()
             victim = victim_of(variant)
@@ -251,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in [] if args.skip_validity else args.corr:
         everything = data.load(name, os.environ["ROBUSTEVAL_DATA"])
         if args.split == "test" and name in TRAINED_ON:  # never correlate on what a member trained on
-            everything = [s for s in everything if split_of(name, s, *SPLIT) == "test"]
+            everything = [s for s in everything if split_of(name, s, *SPLIT, args.seed) == "test"]
         rated = everything[: args.corr_limit]
         aspects = ["overall"] if "overall" in rated[0].human else sorted(rated[0].human)
         for variant in args.variants:

@@ -144,3 +144,24 @@ def test_rating_priors_compares_each_group_with_the_sets_mean(monkeypatch, capsy
     assert "| toy (overall) | 6 | 0.50 | 4: 0.50 (+0.00" in out
     assert "| 2: 1.00 (+0.50" in out
     assert "| 2: 0.25 (-0.25" in out
+
+
+def test_judge_attacks_split_follows_the_seed_and_plain_has_one_source(tmp_path) -> None:
+    import argparse
+
+    from robusteval.training.data import split_of
+
+    ja = _load("judge_attacks")
+    samples = [_reply(f"contexte {i} — 上下文 {i}", j, f"réponse {j}", float(j + 1)) for i in range(60) for j in range(3)]
+    ids = {}
+    for seed in (0, 1):
+        args = argparse.Namespace(split="test", seed=seed, fit_size=2, limit=50)
+        picked = ja.contexts("dailydialog-zhao", samples, "overall", args)
+        parts = [split_of("dailydialog-zhao", s, *ja.SPLIT, seed) for s in picked]
+        assert parts[:2] == ["val", "val"] and set(parts[2:]) == {"test"}
+        assert len(picked) - 2 == sum(split_of("dailydialog-zhao", s, *ja.SPLIT, seed) == "test"
+                                      for s in samples if s.id.endswith("/2"))  # one (the best) per test context
+        ids[seed] = [s.id for s in picked]
+    assert ids[0] != ids[1]  # another seed, another split
+    with pytest.raises(SystemExit):
+        ja.main(["--out-dir", str(tmp_path), "--variants", "plain", "--plain-from", str(tmp_path / "other")])
