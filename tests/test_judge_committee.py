@@ -200,6 +200,39 @@ def test_calibration_fallbacks_are_reported_apart_from_the_scored_texts() -> Non
     assert report["normalize"]["calibration_fallbacks"] == {"1:forty_per_word": {"clipped_to_0_100": 2}}
 
 
+def test_calibration_fallbacks_of_a_wrapped_inner_metric_stay_apart_too() -> None:
+    """A member that wraps another metric (smoothed, guarded) reports the inner metric's
+    fallbacks as its own: those the calibration caused are moved apart as well."""
+    from robusteval.metrics.base import Metric
+
+    class Wrapper(Metric):
+        name = "wrapper"
+
+        def __init__(self, inner: Metric) -> None:
+            super().__init__()
+            self.metric = inner
+
+        def _score(self, samples):
+            return np.asarray(self.metric.score(samples), dtype=float)
+
+        def report(self):
+            inner = self.metric.report()
+            return {**super().report(), "fallbacks": {**inner["fallbacks"], **dict(self.fallbacks)}}
+
+    from robusteval.metrics.committee import build_member
+
+    def forty_per_word(predictions):
+        return [40.0 * len(p.split()) for p in predictions]
+
+    wrapped = Wrapper(build_member(forty_per_word))  # inner: the 3- and 4-word calibration replies clip
+    committee = Committee([LengthMetric(per_word=5), wrapped], normalize="quantile", calibration=CALIBRATION)
+    with pytest.warns(UserWarning, match="outside 0-100"):
+        committee.score([Sample(id="one", task="dialogue", context=("Hi",), response="Salut")])
+    report = committee.report()
+    assert report["normalize"]["calibration_fallbacks"] == {"1:wrapper": {"clipped_to_0_100": 2}}
+    assert report["members"][1]["fallbacks"] == {}
+
+
 def test_members_on_different_scales_agree_once_normalized() -> None:
     reply = Sample(id="ru", task="dialogue", context=("Hi",), response="Привет мир")  # two words
     raw = jury(on_disagreement="abstain")

@@ -245,8 +245,18 @@ def test_master_key_negatives(reply: str, marks: set[str], opener: str | None) -
     assert negative("opener", p, [p], random.Random(0)) == opener
 
 
-def test_master_key_negatives_enter_pretraining_only_when_asked() -> None:
+def test_master_key_negatives_enter_pretraining_only_when_asked(monkeypatch) -> None:
     from robusteval.training.ssl import DEFAULT_KINDS, continuations, ssl_items
+
+    from robusteval import data
+
+    # the default path of the training pool (no negatives named): the four classic kinds only
+    monkeypatch.setattr(data, "load", lambda name, data_dir=None, limit=None: dialogues())
+    pool = build_pool([], [], [], only_successful=True, adv_low_target=0.0, negatives=0, val_fraction=0.25,
+                      test_fraction=0.25, seed=3, data_dir=None, limit=None, self_supervised=["toy"],
+                      ssl_negatives=None)
+    families = {it.family for items in pool.items.values() for it in items if it.kind == "ssl-"}
+    assert families == set(DEFAULT_KINDS)
 
     pos = continuations(dialogues())
     kinds = ["punctuation", "opener"]

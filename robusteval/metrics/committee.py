@@ -100,6 +100,29 @@ def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
     raise ValueError(f"spread must be one of {SPREADS}, got {kind!r}")
 
 
+def fallback_counters(member: Any) -> list[Counter[str]]:
+    """The fallback counters a member's ``report()`` draws on: its own and those of the metrics it
+    wraps (any attribute that is a metric, or a list of them, recursively: a smoothed or guarded
+    member reports its inner metric's fallbacks as its own)."""
+    out: list[Counter[str]] = []
+    seen: set[int] = set()
+
+    def walk(m: Any) -> None:
+        if id(m) in seen:
+            return
+        seen.add(id(m))
+        counter = getattr(m, "fallbacks", None)
+        if isinstance(counter, Counter):
+            out.append(counter)
+        for v in vars(m).values() if hasattr(m, "__dict__") else ():
+            for inner in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(inner, Metric):
+                    walk(inner)
+
+    walk(member)
+    return out
+
+
 def build_member(spec: Any) -> Any:
     """A member metric from a name (or ``module:attr``), a ``{name, options}`` dict, a dict of
     LLM-judge options, an object with ``score``, or a plain function
@@ -237,16 +260,17 @@ class Committee(Metric):
     def _scales(self) -> list[np.ndarray]:
         if self._reference is None:
             # the calibration's fallbacks are the scale's, not the scored texts': kept apart
-            before = [Counter(getattr(m, "fallbacks", None) or {}) for m in self.members]
+            counters = [fallback_counters(m) for m in self.members]
+            before = [[Counter(c) for c in cs] for cs in counters]
             rows = self._raw(self.calibration())
-            for label, m, was in zip(self.labels, self.members, before, strict=True):
-                counter = getattr(m, "fallbacks", None)
-                if isinstance(counter, Counter):
-                    extra = counter - was
+            for label, cs, was in zip(self.labels, counters, before, strict=True):
+                extra: Counter[str] = Counter()
+                for counter, w in zip(cs, was, strict=True):
+                    extra += counter - w
                     counter.clear()
-                    counter.update(was)
-                    if extra:
-                        self._calibration_fallbacks[label] = dict(extra)
+                    counter.update(w)
+                if extra:
+                    self._calibration_fallbacks[label] = dict(extra)
             for label, row in zip(self.labels, rows, strict=True):
                 if len(np.unique(row)) < 2:
                     raise ValueError(f"committee member {label} gave every calibration sample the same score "
