@@ -233,6 +233,50 @@ def test_calibration_fallbacks_of_a_wrapped_inner_metric_stay_apart_too() -> Non
     assert report["members"][1]["fallbacks"] == {}
 
 
+class CountingLength(LengthMetric):
+    """Counts the texts it scores (a copy sent to a worker carries the count it had)."""
+
+    name = "counting-length"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts_scored = 0
+
+    def _score(self, samples):
+        self.texts_scored += len(samples)
+        return super()._score(samples)
+
+
+def test_a_committee_rebuilt_from_its_recipe_takes_the_drivers_scales() -> None:
+    """What a Ray worker gets: the recipe, pickled with the scales the driver fitted, so the
+    worker's committee scores the calibration set no second time and scales alike."""
+    import pickle
+
+    from robusteval.execution.base import _BUILT, shippable, unship
+
+    committee = metrics.load("committee", members=[CountingLength(), Inverse()], normalize="quantile",
+                             calibration=CALIBRATION)
+    sample = Sample(id="x", task="dialogue", context=("Hi",), response="Привет, как дела?")
+    sent = pickle.loads(pickle.dumps(shippable(committee)))  # the driver fits its scales while sending
+    assert committee.members[0].texts_scored == len(CALIBRATION)
+    assert sent.state["reference"] == [ref.tolist() for ref in committee._scales()]
+    try:
+        worker = unship(sent)
+        assert worker is not committee
+        before = worker.members[0].texts_scored  # the count the copy was sent with
+        assert worker.score([sample]) == committee.score([sample])
+        assert worker.members[0].texts_scored == before + 1  # the sample only: no calibration scoring
+        # scales fitted on another calibration set are refused
+        other = Committee([CountingLength(), Inverse()], normalize="quantile", calibration=CALIBRATION[:3])
+        with pytest.raises(ValueError, match="another calibration"):
+            other.load_fitted_state(sent.state)
+    finally:
+        _BUILT.pop(sent.token, None)
+    # a committee without normalization sends no state
+    plain = metrics.load("committee", members=[LengthMetric(), Inverse()])
+    assert pickle.loads(pickle.dumps(shippable(plain))).state is None
+
+
 def test_members_on_different_scales_agree_once_normalized() -> None:
     reply = Sample(id="ru", task="dialogue", context=("Hi",), response="Привет мир")  # two words
     raw = jury(on_disagreement="abstain")

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 FACTORY_ATTR = "_robusteval_factory"
@@ -92,18 +93,37 @@ class Rebuild:
     """An object shipped as the recipe that builds it: ``factory()`` on the worker. ``token``
     names the driver's object: a worker builds one object per token and reuses it for every
     stage, as the driver reuses its one object; another driver object -- even from the same
-    recipe, say a checkpoint folder rewritten by the next training round -- is built anew."""
+    recipe, say a checkpoint folder rewritten by the next training round -- is built anew.
+
+    ``state`` is what the driver's object fitted and a rebuilt one would fit again at the same
+    cost (a committee's calibration scales): taken when the recipe is sent (pickled) from the
+    driver's object through ``source`` (a weak reference, never sent), when that object has a
+    ``fitted_state()`` method, and given to the rebuilt object's ``load_fitted_state(state)``,
+    so N workers do not redo the driver's fitting N times."""
 
     factory: Callable[[], Any]
     token: str
+    state: Any = None
+    source: Any = field(default=None, compare=False, repr=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = self.state
+        obj = self.source() if self.source is not None else None
+        if state is None and obj is not None and callable(getattr(type(obj), "fitted_state", None)):
+            state = obj.fitted_state()
+        return (Rebuild, (self.factory, self.token, state))
 
 
 def remember_factory(obj: Any, factory: Callable[[], Any]) -> Any:
     """Records on ``obj`` a picklable zero-argument ``factory`` that builds an equal object,
     so executors ship the recipe instead of the object. Returns ``obj``; an object that takes
     no attributes is returned as it is (it then ships as itself)."""
+    try:
+        source: Any = weakref.ref(obj)
+    except TypeError:  # no weak references to this type: its fitted state is not sent
+        source = None
     with contextlib.suppress(AttributeError, TypeError):
-        setattr(obj, FACTORY_ATTR, Rebuild(factory, uuid.uuid4().hex))
+        setattr(obj, FACTORY_ATTR, Rebuild(factory, uuid.uuid4().hex, source=source))
     return obj
 
 
@@ -131,7 +151,10 @@ def build(recipe: Rebuild) -> Any:
     victim once, and a guard or a smoother built from recipes wraps that same victim, as the
     driver's guard wraps its one victim."""
     if recipe.token not in _BUILT:
-        _BUILT[recipe.token] = recipe.factory()
+        obj = recipe.factory()
+        if recipe.state is not None:
+            obj.load_fitted_state(recipe.state)
+        _BUILT[recipe.token] = obj
         while len(_BUILT) > KEEP_BUILT:
             _BUILT.popitem(last=False)
     _BUILT.move_to_end(recipe.token)

@@ -324,6 +324,27 @@ class Committee(Metric):
                                 "calibration_fallbacks": dict(self._calibration_fallbacks)}
         return out
 
+    def fitted_state(self) -> dict[str, Any] | None:
+        """The members' calibration scales, fitted here (on the driver) once, for the committees a
+        Ray worker rebuilds from this one's recipe (:class:`robusteval.execution.base.Rebuild`):
+        without it every worker would score the calibration set again with every member. None
+        without ``normalize='quantile'``."""
+        if self.normalize == "none":
+            return None
+        return {"calibration": self._calibration_identity(), "members": self.jury_signature(),
+                "reference": [ref.tolist() for ref in self._scales()],
+                "calibration_fallbacks": dict(self._calibration_fallbacks)}
+
+    def load_fitted_state(self, state: dict[str, Any]) -> None:
+        """Take the scales another committee fitted (:meth:`fitted_state`); refused unless its
+        calibration set and members are this one's."""
+        for key, mine in (("calibration", self._calibration_identity()), ("members", self.jury_signature())):
+            if state.get(key) != mine:
+                raise ValueError(f"committee: fitted scales of another {key} ({state.get(key)!r}, this one "
+                                 f"{mine!r}) cannot be used")
+        self._reference = [np.asarray(ref, dtype=float) for ref in state["reference"]]
+        self._calibration_fallbacks = {k: dict(v) for k, v in state["calibration_fallbacks"].items()}
+
     def _calibration_identity(self) -> str:
         """What the members' scales depend on: every field of every calibration sample (a hash
         of their JSON, computed once)."""
