@@ -69,6 +69,28 @@ def rows_of(path: Path, which: str) -> tuple[list[ResultRow], str]:
     return rows, str(src)
 
 
+def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_fraction: float = 0.2,
+              data_dir: str | None = None) -> list[ResultRow]:
+    """The rows whose sample lies in the test split of ``seed`` (by context, as training splits)."""
+    from robusteval.training.data import split_of
+
+    from robusteval import data
+
+    by_dataset: dict[str, dict[str, Any]] = {}
+    out = []
+    for r in rows:
+        if r.dataset is None:
+            raise DataFormatError(r.sample_id, "the row does not name its dataset: cannot tell its split")
+        if r.dataset not in by_dataset:
+            by_dataset[r.dataset] = {s.id: s for s in data.load(r.dataset, data_dir)}
+        sample = by_dataset[r.dataset].get(r.sample_id)
+        if sample is None:
+            raise DataFormatError(r.sample_id, f"not a sample of {r.dataset}")
+        if split_of(r.dataset, sample, val_fraction, test_fraction, seed) == "test":
+            out.append(r)
+    return out
+
+
 def check_paired(before: Path, after: Path) -> None:
     """Two harden runs pair only when they share the split (seed and fractions) and the attacked
     dataset: otherwise their test contexts differ and a "paired" change would compare a few
@@ -161,16 +183,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="two runs of one seed; repeat once per seed")
     ap.add_argument("--label", action="append", help="a name per pair (default: seed 1, seed 2, ...)")
     ap.add_argument("--by", choices=("family", "attack"), default="family")
+    ap.add_argument("--test-split-seeds", nargs="+", type=int, default=None, metavar="SEED",
+                    help="keep only rows of samples in the test split (70 / 10 / 20 by context) of each pair's "
+                         "seed, one seed per pair: for results whose runs also attacked validation contexts "
+                         "(benchmarks/judge_attacks.py's fitting samples)")
     ap.add_argument("--round", choices=("base", "chosen"), default="base",
                     help="which round of a harden run: its base (round 0, the default) or the round its gate chose")
     args = ap.parse_args(argv)
     labels = args.label or [f"pair {i + 1}" for i in range(len(args.pair))]
     if len(labels) != len(args.pair):
         ap.error(f"{len(labels)} --label for {len(args.pair)} --pair")
+    if args.test_split_seeds is not None and len(args.test_split_seeds) != len(args.pair):
+        ap.error(f"{len(args.test_split_seeds)} --test-split-seeds for {len(args.pair)} --pair")
     pairs, sides = [], []
-    for lab, (before, after) in zip(labels, args.pair, strict=True):
+    for i, (lab, (before, after)) in enumerate(zip(labels, args.pair, strict=True)):
         check_paired(Path(before), Path(after))
         (rb, sb), (ra, sa) = rows_of(Path(before), args.round), rows_of(Path(after), args.round)
+        if args.test_split_seeds is not None:
+            rb, ra = (test_rows(rows, args.test_split_seeds[i]) for rows in (rb, ra))
         print(f"{lab}: before {sb} ({len(rb)} rows), after {sa} ({len(ra)} rows)")
         pairs.append((rb, ra))
         docs = harden_doc(Path(before)), harden_doc(Path(after))

@@ -165,3 +165,21 @@ def test_judge_attacks_split_follows_the_seed_and_plain_has_one_source(tmp_path)
     assert ids[0] != ids[1]  # another seed, another split
     with pytest.raises(SystemExit):
         ja.main(["--out-dir", str(tmp_path), "--variants", "plain", "--plain-from", str(tmp_path / "other")])
+
+
+def test_paired_bases_keeps_only_the_test_split_of_each_seed(monkeypatch) -> None:
+    from robusteval.training.data import split_of
+
+    from robusteval.attacks.base import ResultRow
+
+    paired = _load("paired_bases")
+    samples = [_reply(f"السياق {i} / контекст {i}", 0, "réponse", 4.0) for i in range(40)]
+    monkeypatch.setattr("robusteval.data.load", lambda name, data_dir=None: samples)
+    rows = [ResultRow("judge-master-keys", "judge-master-keys", s.id, "R-", "o", ":", "low",
+                      success={"beats_reference": True}, dataset="toy") for s in samples]
+    for seed in (0, 1):
+        kept = {r.sample_id for r in paired.test_rows(rows, seed)}
+        assert kept == {s.id for s in samples if split_of("toy", s, 0.1, 0.2, seed) == "test"}
+        assert 0 < len(kept) < len(samples)
+    with pytest.raises(Exception, match="does not name its dataset"):
+        paired.test_rows([ResultRow("a", "f", samples[0].id, "R-", "o", "x", "low")], 0)
