@@ -269,8 +269,8 @@ def test_master_key_negatives_enter_pretraining_only_when_asked(monkeypatch) -> 
 
 
 def test_a_kind_named_twice_is_drawn_twice_as_often() -> None:
-    """configs/harden/dialogue_minilm_random_quota.yaml's quota: with random in every other slot
-    and two negatives per positive, every positive gets one random negative and one other kind."""
+    """A quota: with random in every other slot and two negatives per positive, every positive
+    gets one random negative and one other kind."""
     from collections import Counter
 
     from robusteval.training.ssl import continuations, ssl_items
