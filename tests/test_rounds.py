@@ -230,6 +230,8 @@ def test_continuations_and_every_negative_kind() -> None:
     ("हाँ, मैं कल शाम को आऊँगा।", {",", "।"}, "हाँ,"),
     ("好的，明天见。", {"，", "。"}, None),  # one "word" to whitespace: too short for an opener
     ("Yes.", {"."}, None),
+    ("?", set(), None),  # a reply that is one mark: never its own negative
+    (" ؟ ", set(), None),
 ])
 def test_master_key_negatives(reply: str, marks: set[str], opener: str | None) -> None:
     """``punctuation``: one of the reply's own punctuation marks alone (Zhao et al. 2025's

@@ -98,7 +98,10 @@ def negative(kind: str, pos: Sample, others: Sequence[Sample], rng: random.Rando
         return last if last.strip() and last != pos.response else None
     if kind == "punctuation":
         marks = sorted({ch for ch in pos.response if is_punctuation(ch)})
-        return marks[rng.randrange(len(marks))] if marks else None
+        if not marks:
+            return None
+        mark = marks[rng.randrange(len(marks))]
+        return None if mark == pos.response.strip() else mark  # a reply that is one mark is its own positive
     if kind == "opener":
         if len(words) < 4:
             return None
