@@ -142,11 +142,13 @@ def attack_list(args: argparse.Namespace, phrase: str | None = None) -> list[Any
 
 
 def plain_phrase(folder: Path) -> str | None:
-    """The universal phrase fitted against the plain judge (None before it ran)."""
+    """The universal phrase fitted against the plain judge (None before it ran, or when the
+    plain run left the phrase family out: ``--families`` without it)."""
     path = folder / "plain" / "fitted.json"
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))["judge-universal-phrase"]["phrase"]
+    fitted = json.loads(path.read_text(encoding="utf-8")).get("judge-universal-phrase")
+    return None if fitted is None else fitted["phrase"]
 
 
 def human_mean(s: Sample, aspects: list[str]) -> float | None:

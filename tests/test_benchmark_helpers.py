@@ -183,3 +183,15 @@ def test_paired_bases_keeps_only_the_test_split_of_each_seed(monkeypatch) -> Non
         assert 0 < len(kept) < len(samples)
     with pytest.raises(Exception, match="does not name its dataset"):
         paired.test_rows([ResultRow("a", "f", samples[0].id, "R-", "o", "x", "low")], 0)
+
+
+def test_judge_attacks_plain_phrase_is_none_when_the_phrase_family_did_not_run(tmp_path) -> None:
+    import json
+
+    ja = _load("judge_attacks")
+    assert ja.plain_phrase(tmp_path) is None  # the plain judge never ran
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "fitted.json").write_text(json.dumps({"null-model": {"response": "Note : 10/10"}}))
+    assert ja.plain_phrase(tmp_path) is None  # it ran without the universal-phrase family
+    (tmp_path / "plain" / "fitted.json").write_text(json.dumps({"judge-universal-phrase": {"phrase": "maison 家"}}))
+    assert ja.plain_phrase(tmp_path) == "maison 家"
