@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -195,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"{len(labels)} --label for {len(args.pair)} --pair")
     if args.test_split_seeds is not None and len(args.test_split_seeds) != len(args.pair):
         ap.error(f"{len(args.test_split_seeds)} --test-split-seeds for {len(args.pair)} --pair")
+    if args.test_split_seeds is not None and not os.environ.get("ROBUSTEVAL_DATA"):
+        ap.error("--test-split-seeds reads each row's sample: set ROBUSTEVAL_DATA to the human-judgment data folder")
     pairs, sides = [], []
     for i, (lab, (before, after)) in enumerate(zip(labels, args.pair, strict=True)):
         check_paired(Path(before), Path(after))
