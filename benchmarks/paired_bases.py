@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BEFORE", "AFTER"),
                     help="two runs of one seed; repeat once per seed")
-    ap.add_argument("--label", action="append", help="a name per pair (default: seed 1, seed 2, ...)")
+    ap.add_argument("--label", action="append", help="a name per pair, in order (default: pair 1, pair 2, ...)")
     ap.add_argument("--by", choices=("family", "attack"), default="family")
     ap.add_argument("--test-split-seeds", nargs="+", type=int, default=None, metavar="SEED",
                     help="keep only rows of samples in the test split (70 / 10 / 20 by context) of each pair's "
