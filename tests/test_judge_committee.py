@@ -248,16 +248,18 @@ class CountingLength(LengthMetric):
 
 
 def test_a_committee_rebuilt_from_its_recipe_takes_the_drivers_scales() -> None:
-    """What a Ray worker gets: the recipe, pickled with the scales the driver fitted, so the
-    worker's committee scores the calibration set no second time and scales alike."""
-    import pickle
+    """What a Ray worker gets: the recipe, sent (reduced, as the transport reduces it) with the
+    scales the driver fitted, so the worker's committee scores the calibration set no second
+    time and scales alike. ``copy.deepcopy`` goes through the same ``__reduce__`` as Ray's
+    serializer, without writing anything."""
+    import copy
 
     from robusteval.execution.base import _BUILT, shippable, unship
 
     committee = metrics.load("committee", members=[CountingLength(), Inverse()], normalize="quantile",
                              calibration=CALIBRATION)
     sample = Sample(id="x", task="dialogue", context=("Hi",), response="Привет, как дела?")
-    sent = pickle.loads(pickle.dumps(shippable(committee)))  # the driver fits its scales while sending
+    sent = copy.deepcopy(shippable(committee))  # the driver fits its scales while sending
     assert committee.members[0].texts_scored == len(CALIBRATION)
     assert sent.state["reference"] == [ref.tolist() for ref in committee._scales()]
     try:
@@ -274,7 +276,7 @@ def test_a_committee_rebuilt_from_its_recipe_takes_the_drivers_scales() -> None:
         _BUILT.pop(sent.token, None)
     # a committee without normalization sends no state
     plain = metrics.load("committee", members=[LengthMetric(), Inverse()])
-    assert pickle.loads(pickle.dumps(shippable(plain))).state is None
+    assert copy.deepcopy(shippable(plain)).state is None
 
 
 def test_members_on_different_scales_agree_once_normalized() -> None:
