@@ -160,7 +160,7 @@ def validity(metric: Any, rated: list[Sample], aspects: list[str]) -> dict[str, 
     keep = [s for s in rated if human_mean(s, aspects) is not None]
     scores = np.asarray(metric.score(keep), dtype=float)
     human = np.array([human_mean(s, aspects) for s in keep])
-    return correlate(scores, human, n_boot=1000, seed=0, clusters=[s.context_key() for s in keep])
+    return correlate(scores, human, n_boot=1000, seed=0, clusters=[s.conversation_key() for s in keep])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     judged = pairs(data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"]), args.limit)
     samples = [s for s, _ in judged]
-    clusters = [s.context_key() for s in samples]
+    clusters = [s.conversation_key() for s in samples]
     print(f"dailydialog-zhao: {len(samples)} pairs (best vs worst-rated reply of a context); margin {args.margin}")
     print("| isolation | position flips % [95% CI] | rubric flips % [95% CI] | first answer wins % [95% CI] "
           "| agrees with people % [95% CI] | s |")

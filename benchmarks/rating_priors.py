@@ -48,7 +48,7 @@ def group_rows(samples: Sequence[Sample], aspect: str) -> tuple[list[float], lis
         if y is None:
             continue
         ys.append(y)
-        ctx.append(s.context_key())
+        ctx.append(s.conversation_key())
         texts.append(s.response)
     return ys, ctx, texts
 

@@ -65,6 +65,13 @@ class Sample:
         (or document) share it, so splits, intervals and bootstraps resample by it."""
         return "\n".join(self.context) if self.context else self.id
 
+    def conversation_key(self) -> str:
+        """What a train/val/test split keeps together: the conversation this context belongs to
+        (``meta["conversation"]``, set by :func:`robusteval.data.load` where a dataset rates
+        several turns of one dialogue, each context a prefix of the next), else the context."""
+        conv = self.meta.get("conversation")
+        return str(conv) if conv else self.context_key()
+
     def source_text(self) -> str:
         """The context as one string: turns joined by newlines, a document as is."""
         return "\n".join(self.context)

@@ -14,9 +14,10 @@
 * self-supervised pre-training pairs (``self_supervised``: dialogue datasets whose contexts
   give positives and paired negatives, :mod:`robusteval.training.ssl`).
 
-Splits are made by *context*: every sample of a context, and every adversarial example made
-from one of them, lands in the same split (train / val / test), chosen by a hash of dataset
-and context, so no context leaks across splits. ``test_datasets`` are held out entirely
+Splits are made by *conversation*: every sample of a context, every context that extends it
+(several rated turns of one dialogue, :mod:`robusteval.data.conversations`), and every
+adversarial example made from one of them, lands in the same split (train / val / test),
+chosen by a hash of dataset and conversation, so no context leaks across splits. ``test_datasets`` are held out entirely
 (zero-shot test sets).
 """
 
@@ -85,7 +86,9 @@ def context_key(sample: Sample) -> str:
 
 
 def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
-    h = hashlib.sha256(f"{seed}|{dataset}|{context_key(sample)}".encode()).digest()
+    """The split of ``sample``'s conversation (:meth:`Sample.conversation_key`: its context,
+    unless the dataset rates several turns of one dialogue), from a hash of seed, dataset and key."""
+    h = hashlib.sha256(f"{seed}|{dataset}|{sample.conversation_key()}".encode()).digest()
     u = int.from_bytes(h[:8], "big") / 2**64
     return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
 

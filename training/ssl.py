@@ -28,8 +28,9 @@ every positive one random negative and one other (a quota for relevance).
 from human replies, never from an attack's key list, so an attack's word keys ("Thought
 process:") stay unseen in training.
 
-Contexts keep the split of the dataset they come from (a hash of dataset and context, as in
-:func:`robusteval.training.data.split_of`), so a test context is never pre-trained on.
+Contexts keep the split of the dataset they come from (a hash of dataset and conversation, as in
+:func:`robusteval.training.data.split_of`), so a test context is never pre-trained on, nor is a
+rated test reply that a longer train context of the same conversation holds as a turn.
 Deterministic for a seed.
 """
 

@@ -57,10 +57,12 @@ def yardstick(sample: Sample, victim_metric: Any) -> str:
 
 
 def context_id(sample: Sample) -> str:
-    """A short stable id of the sample's context (rows sharing it are resampled together)."""
+    """A short stable id of the sample's conversation (its context, unless the dataset rates
+    several turns of one dialogue: :meth:`Sample.conversation_key`); rows sharing it are
+    resampled together."""
     import hashlib
 
-    return hashlib.sha1(sample.context_key().encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return hashlib.sha1(sample.conversation_key().encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def result_key(attack: str, sample_id: str) -> str:

@@ -30,7 +30,7 @@ def flip_checks(metric: Any, samples: list[Sample], options: dict[str, Any]) -> 
     if not isinstance(metric, PairwiseJudge):
         return None
     margin = float(options.get("margin", 0.0))
-    clusters = [s.context_key() for s in samples]
+    clusters = [s.conversation_key() for s in samples]
     out = {"position": position_flips(metric, samples, margin=margin, clusters=clusters)}
     alt = options.get("rubric_template", "pairwise-reworded")
     if alt:

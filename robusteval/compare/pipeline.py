@@ -223,7 +223,7 @@ def flagged_summary(samples: Sequence[Sample], flags: Sequence[bool]) -> dict[st
         vals = [v for v in vals if v is not None]
         return _r(float(np.mean(vals))) if vals else None
 
-    keys = [s.context_key() for s in samples]
+    keys = [s.conversation_key() for s in samples]
     per_context: dict[Any, list[int]] = {}
     for key, f in zip(keys, flags, strict=True):
         c = per_context.setdefault(key, [0, 0])
@@ -392,7 +392,7 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
         for a, aspect in enumerate(dict.fromkeys(a for s in samples for a in s.human)):
             idx = np.array([i for i, s in enumerate(samples) if aspect in s.human])
             human = np.array([samples[i].human[aspect] for i in idx], dtype=float)
-            plan = cluster_bootstrap_indices([samples[i].context_key() for i in idx], n_boot, seed + 7919 * k + a)
+            plan = cluster_bootstrap_indices([samples[i].conversation_key() for i in idx], n_boot, seed + 7919 * k + a)
             for v, sc in scores.items():
                 x = sc[idx]
                 whole = correlation(x[np.isfinite(x)], human[np.isfinite(x)], "spearman")

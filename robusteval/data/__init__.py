@@ -14,6 +14,9 @@
   (``test.jsonl``, ``data/test-*.parquet``...); ``hf:NAME[:CONFIG]``: a Hugging Face dataset
   (:mod:`robusteval.data.hf`; ``split=`` defaults to test, then validation, then train);
 * a Python object: a list of Samples or of records, a DataFrame, a ``datasets`` Dataset.
+
+Dialogue contexts that extend one another (several rated turns of one conversation) are
+marked as one conversation (:mod:`robusteval.data.conversations`), so splits keep them together.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from robusteval.data import fed, quickstart, summeval, unieval_json, usr, xdial  # noqa: F401  (registration)
 from robusteval.data.base import _INFOS, DATASETS, DatasetInfo, dataset_info
+from robusteval.data.conversations import mark_conversations
 from robusteval.data.generic import FORMATS, from_records, load_file
 from robusteval.errors import MissingResourceError, RobustevalError, UnknownNameError
 from robusteval.paths import data_dir as resolve_data_dir
@@ -115,6 +119,7 @@ def load(spec: Any, data_dir: str | os.PathLike[str] | None = None, limit: int |
         samples = DATASETS.get(spec)(path_of(spec, data_dir), **options)
     else:
         samples = _load_other(spec, data_dir, shaping, options)
+    samples = mark_conversations(samples)  # before the limit: a conversation is the whole file's
     return samples[:limit] if limit is not None else samples
 
 

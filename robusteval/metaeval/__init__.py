@@ -100,7 +100,7 @@ def metaevaluate(samples: Sequence[Sample], scores: np.ndarray, aspects: Sequenc
             result[aspect] = {"n": 0, "note": "no sample has this aspect"}
             continue
         h = np.array([samples[i].human[aspect] for i in idx], dtype=float)
-        entry = correlate(scores[idx], h, n_boot, seed, clusters=[samples[i].context_key() for i in idx])
+        entry = correlate(scores[idx], h, n_boot, seed, clusters=[samples[i].conversation_key() for i in idx])
         if system:
             entry["system"] = system_level([samples[i] for i in idx], scores[idx], aspect)
         result[aspect] = entry

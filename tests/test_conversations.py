@@ -1,0 +1,111 @@
+"""Several rated turns of one conversation stay in one split (robusteval.data.conversations)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from robusteval.training.data import split_of
+from robusteval.training.ssl import continuations
+
+from robusteval import Sample, data
+from robusteval.data.conversations import conversation_groups, mark_conversations
+
+# one conversation rated at three turns, in six scripts; and an unrelated context
+TURNS = ("你会投票给谁？", "أود بالتأكيد، إنه رائع جدا.", "मैं निश्चित रूप से कहूंगा।", "За кого бы вы проголосовали?",
+         "Pour qui voteriez-vous ?", "Who is Donald Trump?")
+
+
+def rated(i: int, context: tuple[str, ...], response: str, task: str = "dialogue", **meta) -> Sample:
+    return Sample(id=f"s{i}", task=task, response=response, context=context, human={"overall": 1.0}, meta=meta)
+
+
+def chain() -> list[Sample]:
+    return [rated(0, TURNS[:1], TURNS[1]), rated(1, TURNS[:3], TURNS[3]), rated(2, TURNS[:5], TURNS[5]),
+            rated(3, TURNS[:3], "another reply to the same context"), rated(4, ("hello?",), "hi")]
+
+
+def test_prefix_chains_share_the_shortest_context_as_their_key() -> None:
+    out = mark_conversations(chain())
+    assert [s.conversation_key() for s in out[:4]] == [TURNS[0]] * 4
+    assert "conversation" not in out[4].meta  # no prefix relation: unchanged, keyed by its context
+    assert out[4].conversation_key() == out[4].context_key() == "hello?"
+    assert [s.context_key() for s in out] == [s.context_key() for s in chain()]  # attack keys do not move
+
+
+def test_groups_join_through_any_member_and_keep_the_shortest_root() -> None:
+    a, b, c = ("x",), ("x", "y", "z"), ("x", "y", "z", "w", "v")
+    root = conversation_groups([c, b, a, ("q", "r")])  # the longest first: order does not matter
+    assert root == {a: a, b: a, c: a, ("q", "r"): ("q", "r")}
+    # b and c extend each other but their shared opening ("x",) is no rated context: b is the root
+    assert conversation_groups([c, b]) == {b: b, c: b}
+    # two contexts that only share an opening turn are two conversations ("hello" opens many)
+    assert conversation_groups([("hello", "a", "b"), ("hello", "c", "d")]) == {
+        ("hello", "a", "b"): ("hello", "a", "b"), ("hello", "c", "d"): ("hello", "c", "d")}
+
+
+def test_a_loader_key_other_tasks_and_contextless_samples_are_left_alone() -> None:
+    given = [rated(0, TURNS[:1], "a", conversation="dialogue-17"), rated(1, TURNS[:3], "b")]
+    out = mark_conversations(given)
+    assert out[0].conversation_key() == "dialogue-17" and out[1].conversation_key() == TURNS[0]
+    docs = [rated(0, ("doc",), "s", task="summarization"), rated(1, ("doc", "more"), "t", task="summarization")]
+    assert mark_conversations(docs) == docs
+    bare = [rated(0, (), "a"), rated(1, (), "b")]
+    assert [s.conversation_key() for s in mark_conversations(bare)] == ["s0", "s1"]
+
+
+def test_every_turn_of_a_conversation_lands_in_one_split_at_every_seed() -> None:
+    out = mark_conversations(chain())
+    for seed in range(40):
+        assert len({split_of("set", s, 0.3, 0.3, seed) for s in out[:4]}) == 1
+    # without the mark the same chain is split apart at some seed: the leak this closes
+    assert any(len({split_of("set", s, 0.3, 0.3, seed) for s in chain()[:4]}) > 1 for seed in range(40))
+
+
+def test_load_marks_files_before_the_limit(tmp_path) -> None:
+    path = tmp_path / "rated.jsonl"
+    rows = [{"id": s.id, "context": list(s.context), "response": s.response} for s in chain()]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    first = data.load(str(path), limit=1, task="dialogue")
+    assert first[0].conversation_key() == TURNS[0] and first[0].meta["conversation"] == TURNS[0]
+
+
+def test_no_held_out_conture_pair_is_pretrained_on(data_dir) -> None:
+    """The leak measured in docs/training.md: a rated val/test (context, reply) of ConTurE-turn
+    that a longer train context holds as a turn, so pre-training learns it as a positive."""
+    samples = data.load("conture-turn", data_dir)
+    for seed in (0, 1, 2):
+        train = [s for s in samples if split_of("conture-turn", s, 0.1, 0.2, seed) == "train"]
+        pretrained = {(p.context, p.response) for p in continuations(train)}
+        held = [s for s in samples if split_of("conture-turn", s, 0.1, 0.2, seed) != "train"]
+        assert held and not [s.id for s in held if (s.context, s.response) in pretrained]
+    marked = [s for s in samples if "conversation" in s.meta]
+    assert len({s.context for s in marked}) > 129  # the 129 extending contexts and their roots
+
+
+@pytest.mark.parametrize("name", ["dailydialog-zhao", "persona-zhao", "fed-turn"])
+def test_real_sets_mark_their_chains(data_dir, name: str) -> None:
+    samples = data.load(name, data_dir)
+    ctxs = {s.context for s in samples}
+    for s in samples:  # every context that extends a rated context is marked, with its root
+        if any(s.context[:k] in ctxs for k in range(1, len(s.context))):
+            assert s.meta["conversation"] != s.context_key()
+
+
+def test_bootstraps_resample_a_conversation_as_one_cluster(monkeypatch) -> None:
+    from robusteval import metaeval
+    from robusteval.attacks.runner import context_id
+
+    seen: list[list[str]] = []
+
+    def spy(scores, human, n_boot=1000, seed=0, clusters=None):
+        seen.append(list(clusters))
+        return {}
+
+    monkeypatch.setattr(metaeval, "correlate", spy)
+    out = mark_conversations(chain())
+    metaeval.metaevaluate(out, np.arange(len(out), dtype=float), n_boot=10)
+    assert seen == [[TURNS[0]] * 4 + ["hello?"]]
+    ids = [context_id(s) for s in out]
+    assert len(set(ids[:4])) == 1 and ids[4] != ids[0]  # attack rows cluster by conversation too
