@@ -117,7 +117,7 @@ def calibration(args: argparse.Namespace) -> list[Sample]:
 def contexts(name: str, everything: list[Sample], aspect: str, args: argparse.Namespace) -> list[Sample]:
     """The fitting samples, then the attacked ones (the best-rated reply of each context):
     ``--split first`` takes the first contexts; ``--split test`` fits on validation contexts and
-    attacks test contexts of the 70 / 10 / 20 split by context with --seed (0 by default) -- the split the
+    attacks test contexts of the 70 / 10 / 20 split by conversation with --seed (0 by default) -- the split the
     compare configs train the cross-encoder with, so a trained member never saw them."""
     best = select(everything, "best-per-context", aspect=aspect)
     if args.split == "first":

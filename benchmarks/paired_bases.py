@@ -71,8 +71,11 @@ def rows_of(path: Path, which: str) -> tuple[list[ResultRow], str]:
 
 
 def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_fraction: float = 0.2,
-              data_dir: str | None = None) -> list[ResultRow]:
-    """The rows whose sample lies in the test split of ``seed`` (by context, as training splits)."""
+              data_dir: str | None = None, split_by: str = "conversation") -> list[ResultRow]:
+    """The rows whose sample lies in the test split of ``seed``, split as training splits
+    (``split_by="conversation"``), or by the exact context as every run before 2026-11-26 was."""
+    from dataclasses import replace
+
     from robusteval.training.data import split_of
 
     from robusteval import data
@@ -87,6 +90,8 @@ def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_
         sample = by_dataset[r.dataset].get(r.sample_id)
         if sample is None:
             raise DataFormatError(r.sample_id, f"not a sample of {r.dataset}")
+        if split_by == "context":
+            sample = replace(sample, meta={k: v for k, v in sample.meta.items() if k != "conversation"})
         if split_of(r.dataset, sample, val_fraction, test_fraction, seed) == "test":
             out.append(r)
     return out
@@ -99,6 +104,9 @@ def check_paired(before: Path, after: Path) -> None:
     a, b = harden_doc(before), harden_doc(after)
     if a is None or b is None:
         return
+    if a.get("split", "context") != b.get("split", "context"):  # harden.json before 2026-11-26 has none
+        raise SystemExit(f"{before} and {after} do not pair: split by {a.get('split', 'context')!r} and by "
+                         f"{b.get('split', 'context')!r} (runs on each side of the conversation split)")
     for path in PAIRED_KEYS:
         va, vb = a.get("config"), b.get("config")
         for k in path:
@@ -185,9 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--label", action="append", help="a name per pair, in order (default: pair 1, pair 2, ...)")
     ap.add_argument("--by", choices=("family", "attack"), default="family")
     ap.add_argument("--test-split-seeds", nargs="+", type=int, default=None, metavar="SEED",
-                    help="keep only rows of samples in the test split (70 / 10 / 20 by context) of each pair's "
+                    help="keep only rows of samples in the test split (70 / 10 / 20) of each pair's "
                          "seed, one seed per pair: for results whose runs also attacked validation contexts "
                          "(benchmarks/judge_attacks.py's fitting samples)")
+    ap.add_argument("--split-by", choices=("conversation", "context"), default="conversation",
+                    help="how --test-split-seeds splits: by conversation, as runs since 2026-11-26 do, or by the "
+                         "exact context, as runs before did (harden runs say which in harden.json)")
     ap.add_argument("--round", choices=("base", "chosen"), default="base",
                     help="which round of a harden run: its base (round 0, the default) or the round its gate chose")
     args = ap.parse_args(argv)
@@ -201,9 +212,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pairs, sides = [], []
     for i, (lab, (before, after)) in enumerate(zip(labels, args.pair, strict=True)):
         check_paired(Path(before), Path(after))
+        for doc in (harden_doc(Path(before)), harden_doc(Path(after))):
+            if args.test_split_seeds is not None and doc is not None and doc.get("split", "context") != args.split_by:
+                ap.error(f"a harden run of pair {lab!r} was split by {doc.get('split', 'context')!r}: "
+                         f"pass --split-by {doc.get('split', 'context')}")
         (rb, sb), (ra, sa) = rows_of(Path(before), args.round), rows_of(Path(after), args.round)
         if args.test_split_seeds is not None:
-            rb, ra = (test_rows(rows, args.test_split_seeds[i]) for rows in (rb, ra))
+            rb, ra = (test_rows(rows, args.test_split_seeds[i], split_by=args.split_by) for rows in (rb, ra))
         print(f"{lab}: before {sb} ({len(rb)} rows), after {sa} ({len(ra)} rows)")
         pairs.append((rb, ra))
         docs = harden_doc(Path(before)), harden_doc(Path(after))

@@ -5,7 +5,7 @@ A learned evaluator imitates its training ratings. If people who rated these set
 enthusiastic replies more than the average reply, the fine-tuned cross-encoder will too, and a
 generic reply such as Vasselli & Watanabe's "fantastic! how are you?" (their Table 2) will beat
 the best human reply for reasons the ratings themselves teach. This script measures that prior
-on the exact data the base is fine-tuned on: the train split (by context, the harden configs'
+on the exact data the base is fine-tuned on: the train split (by conversation, the harden configs'
 split settings) of each rated in-domain set, each rating normalized to [0, 1] with the set's
 scale (:func:`robusteval.training.data.normalized`, what training uses).
 

@@ -4,6 +4,7 @@ benchmarks/smoothing.py: the figures those scripts print come from these functio
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -183,6 +184,42 @@ def test_paired_bases_keeps_only_the_test_split_of_each_seed(monkeypatch) -> Non
         assert 0 < len(kept) < len(samples)
     with pytest.raises(Exception, match="does not name its dataset"):
         paired.test_rows([ResultRow("a", "f", samples[0].id, "R-", "o", "x", "low")], 0)
+
+
+def test_paired_bases_splits_by_conversation_or_as_old_runs_did(monkeypatch, tmp_path, capsys) -> None:
+    from dataclasses import replace
+
+    from robusteval.training.data import split_of
+
+    from robusteval.attacks.base import ResultRow
+    from robusteval.data.conversations import mark_conversations
+
+    paired = _load("paired_bases")
+    # 30 conversations, each rated at three growing contexts (a prefix chain)
+    raw = [Sample(id=f"c{i}/{k}", task="dialogue", context=tuple(f"ход {i}.{j} / 第{j}轮" for j in range(1, 2 * k + 2)),
+                  response=f"réponse {k}", human={"overall": 3.0}) for i in range(30) for k in range(3)]
+    samples = mark_conversations(raw)
+    monkeypatch.setattr("robusteval.data.load", lambda name, data_dir=None: samples)
+    rows = [ResultRow("a", "f", s.id, "R-", "o", "x", "low", success={"beats_reference": True}, dataset="toy")
+            for s in samples]
+    by_conv = {r.sample_id for r in paired.test_rows(rows, 0)}
+    by_ctx = {r.sample_id for r in paired.test_rows(rows, 0, split_by="context")}
+    assert by_conv == {s.id for s in samples if split_of("toy", s, 0.1, 0.2, 0) == "test"}
+    assert by_ctx == {s.id for s in raw if split_of("toy", s, 0.1, 0.2, 0) == "test"}
+    assert by_conv != by_ctx and all({f"c{i}/{k}" for k in range(3)} <= by_conv or not any(
+        f"c{i}/{k}" in by_conv for k in range(3)) for i in range(30))  # whole conversations only
+    assert replace(samples[1], meta={}).conversation_key() != samples[1].conversation_key()
+    # harden runs split on each side of the change do not pair, and --split-by must match theirs
+    old = _harden_folder(tmp_path / "old", [True] * 4, {"zh-set": 0.3})
+    new = _harden_folder(tmp_path / "new", [True] * 4, {"zh-set": 0.3})
+    doc = json.loads((new / "harden.json").read_text(encoding="utf-8"))
+    (new / "harden.json").write_text(json.dumps({**doc, "split": "conversation"}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="split by 'context' and by 'conversation'"):
+        paired.main(["--pair", str(old), str(new)])
+    monkeypatch.setenv("ROBUSTEVAL_DATA", str(tmp_path))
+    with pytest.raises(SystemExit):
+        paired.main(["--pair", str(old), str(old), "--test-split-seeds", "0"])  # old runs: --split-by context
+    assert "was split by 'context': pass --split-by context" in capsys.readouterr().err
 
 
 def test_judge_attacks_plain_phrase_is_none_when_the_phrase_family_did_not_run(tmp_path) -> None:

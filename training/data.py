@@ -38,6 +38,9 @@ from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.types import Sample
 
 SPLITS = ("train", "val", "test")
+# what split_of hashes: "conversation" since 2026-11-26 (before it, the exact context); recorded
+# in harden.json so runs split one way are never paired with runs split the other
+SPLIT_SCHEME = "conversation"
 
 
 @dataclass
@@ -247,8 +250,8 @@ class ScoringDataModule(pl.LightningDataModule):
         adversarial_families: keep only adversarial examples of these attack families (default: all).
         adv_low_target: target of an R- adversarial example.
         negatives: negative samples (responses of other contexts) per human sample.
-        val_fraction: share of contexts for validation.
-        test_fraction: share of contexts for testing.
+        val_fraction: share of conversations for validation.
+        test_fraction: share of conversations for testing.
         batch_size: examples per batch.
         seed: split and sampling seed.
         data_dir: human-judgment data folder (default ``$ROBUSTEVAL_DATA``).

@@ -138,7 +138,9 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
         rows = list(log)
         write_json(out / f"test_round_{r['round']}" / "summary.json", {"dataset": dataset, "attacks": summarize(rows)})
         r["test_asr"] = asr_by_family(rows)
-    state = {"module": kind, "rounds": records, "chosen": result["chosen"]["round"],
+    from robusteval.training.data import SPLIT_SCHEME
+
+    state = {"module": kind, "split": SPLIT_SCHEME, "rounds": records, "chosen": result["chosen"]["round"],
              "held_out_families": sorted(held_out), "train_attacks": sorted(a.name for a in train_attacks),
              "config": cfg}
     write_json(out / "harden.json", state)

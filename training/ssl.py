@@ -30,7 +30,8 @@ process:") stay unseen in training.
 
 Contexts keep the split of the dataset they come from (a hash of dataset and conversation, as in
 :func:`robusteval.training.data.split_of`), so a test context is never pre-trained on, nor is a
-rated test reply that a longer train context of the same conversation holds as a turn.
+rated test reply that a train context of the same conversation (a longer prefix, a later window)
+holds as a turn.
 Deterministic for a seed.
 """
 

@@ -112,7 +112,7 @@ class SuiteData:
 
 def suite_splits(suite: SuiteSpec, chosen: Sequence[Sample], seed: int,
                  training: bool = True) -> dict[str, list[Sample]]:
-    """The suite's selected samples split by context for ``seed``; refused (before any work) if
+    """The suite's selected samples split by conversation for ``seed``; refused (before any work) if
     the test split is empty, or, for a suite with a learned victim (unless ``training`` is
     False), train or val: the rounds train on train and choose on val
     (:func:`robusteval.training.data.check_splits`, as ``robusteval harden`` checks)."""
@@ -230,7 +230,7 @@ def flagged_summary(samples: Sequence[Sample], flags: Sequence[bool]) -> dict[st
         c[0] += 1
         c[1] += bool(f)
     return {**flag_rate(flags, keys), "aspect": aspect,
-            # [responses, flagged] per context, so flags pooled over sets keep their clustering
+            # [responses, flagged] per conversation, so flags pooled over sets keep their clustering
             "contexts": sorted(per_context.values(), key=lambda c: (-c[1], -c[0])),
             "mean_rating_flagged": mean_rating(True), "mean_rating_unflagged": mean_rating(False)}
 

@@ -51,7 +51,7 @@ def flagged_pooled(correlation: dict[str, Any]) -> dict[str, Any] | None:
 
     The responses to one context are one cluster (their flags are not independent: one
     guarded context often flags all of them), so the interval is the cluster bootstrap over
-    the contexts of every set (``contexts``: ``[responses, flagged]`` per context). A report
+    the conversations of every set (``contexts``: ``[responses, flagged]`` per conversation). A report
     written before contexts were recorded falls back to Wilson over responses and says so
     (``ci_method``)."""
     parts = [per["_flagged"] for per in correlation.values() if isinstance(per, dict) and "_flagged" in per]

@@ -1,24 +1,29 @@
 """One conversation, several rated contexts: what a split must keep together.
 
-Some dialogue sets rate several turns of one conversation, each as its own context, and each
-context is a prefix of the next (ConTurE-turn: 129 of its 1,013 contexts extend another; FED
-turn-level: 250 of 374; a few in DailyDialog-Zhao, PersonaChat-Zhao, PersonaChat-USR and
-Topical-Chat-USR). Splitting by the exact context then puts turns of one conversation on both
-sides: a test context's rated (context, reply) pair is the first turns of a longer train
-context, and self-supervised pre-training (:mod:`robusteval.training.ssl`) learns that very
-pair as a positive.
+Some dialogue sets rate several turns of one conversation, each as its own context:
 
-:func:`mark_conversations` joins every context with each rated context it extends (the
-transitive closure of "is a proper prefix of") and records the group's shortest context as
-``meta["conversation"]`` on every sample of a group of two or more contexts.
-:meth:`robusteval.types.Sample.conversation_key` reads it and falls back to the context, so a
-context that shares no prefix keeps the key, and the split, it had before. A conversation key a
-loader sets itself (a real dialogue id) is kept.
+* growing prefixes: each context is the one before plus more turns (FED turn-level: 250 of its
+  374 contexts extend another; a few in DailyDialog-Zhao, PersonaChat-Zhao and the USR sets);
+* sliding windows: ConTurE-turn's contexts are three turns that move on two at a time,
+  ``(t1, t2, t3) -> t4`` then ``(t3, t4, t5) -> t6``, so a rated reply opens the next window.
+
+Splitting by the exact context puts turns of one conversation on both sides: a held-out rated
+reply is a turn of a train context, and self-supervised pre-training
+(:mod:`robusteval.training.ssl`) learns it, after its own preceding turn, as a positive.
+
+:func:`conversation_groups` joins two rated contexts when one is a proper prefix of the other,
+or when the later one begins with the last two or more turns of the earlier one followed by its
+rated reply (a window that moved on). A group's key is its shortest context (the first by
+length, then text), recorded as ``meta["conversation"]`` on every sample of a group of two or
+more contexts by :func:`mark_conversations`. :meth:`robusteval.types.Sample.conversation_key`
+reads it and falls back to the context, so a context that joins no other keeps the key, and
+the split, it had before. Contexts that only share an opening turn ("hello") are not joined.
+A conversation key a loader sets itself (a real dialogue id) is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from robusteval.types import Sample
@@ -39,27 +44,39 @@ def _earlier(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return (len(a), a) < (len(b), b)
 
 
-def conversation_groups(contexts: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Each context -> the shortest context of its conversation (itself when it extends no
-    other context and none extends it). Deterministic: ties go to the lexicographically first."""
-    parent = {c: c for c in contexts if c}
+def conversation_groups(pairs: Iterable[tuple[tuple[str, ...], str]]) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Each rated context of ``pairs`` ((context, rated reply)) -> the shortest context of its
+    conversation (itself when it joins no other). Deterministic, whatever the order of ``pairs``."""
+    pairs = [(c, r) for c, r in pairs if c]
+    parent = {c: c for c, _ in pairs}
+    opening: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # the first k >= 2 turns -> contexts
+    for c in parent:
+        for k in range(2, len(c) + 1):
+            opening.setdefault(c[:k], []).append(c)
+
+    def union(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+        a, b = _find(parent, a), _find(parent, b)
+        if a != b:
+            if _earlier(b, a):
+                a, b = b, a
+            parent[b] = a  # the root is always the group's shortest context
+
     for c in parent:
         for k in range(1, len(c)):
-            prefix = c[:k]
-            if prefix in parent:
-                a, b = _find(parent, c), _find(parent, prefix)
-                if a != b:
-                    if _earlier(b, a):
-                        a, b = b, a
-                    parent[b] = a  # the root is always the group's shortest context
+            if c[:k] in parent:
+                union(c, c[:k])
+    for c, reply in pairs:
+        turns = (*c, reply)
+        for k in range(2, len(turns) + 1):
+            for later in opening.get(turns[-k:], ()):
+                union(c, later)
     return {c: _find(parent, c) for c in parent}
 
 
 def mark_conversations(samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` with ``meta["conversation"]`` set where a context extends, or is extended
-    by, another context of the same list (dialogue samples only; others are returned as is)."""
-    contexts = list(dict.fromkeys(s.context for s in samples if s.task == "dialogue" and s.context))
-    root = conversation_groups(contexts)
+    """``samples`` with ``meta["conversation"]`` set where a context joins another context of
+    the same list (:func:`conversation_groups`; dialogue samples only, others are returned as is)."""
+    root = conversation_groups((s.context, s.response) for s in samples if s.task == "dialogue" and s.context)
     grouped = {c for c, r in root.items() if r != c} | {r for c, r in root.items() if r != c}
     out: list[Sample] = []
     for s in samples:
