@@ -74,11 +74,10 @@ def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_
               data_dir: str | None = None, split_by: str = "conversation") -> list[ResultRow]:
     """The rows whose sample lies in the test split of ``seed``, split as training splits
     (``split_by="conversation"``), or by the exact context as every run before 2026-11-26 was."""
-    from dataclasses import replace
-
     from robusteval.training.data import split_of
 
     from robusteval import data
+    from robusteval.data.conversations import unmarked
 
     by_dataset: dict[str, dict[str, Any]] = {}
     out = []
@@ -91,7 +90,7 @@ def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_
         if sample is None:
             raise DataFormatError(r.sample_id, f"not a sample of {r.dataset}")
         if split_by == "context":
-            sample = replace(sample, meta={k: v for k, v in sample.meta.items() if k != "conversation"})
+            sample = unmarked([sample])[0]
         if split_of(r.dataset, sample, val_fraction, test_fraction, seed) == "test":
             out.append(r)
     return out

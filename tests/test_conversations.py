@@ -10,7 +10,7 @@ from robusteval.training.data import split_of
 from robusteval.training.ssl import continuations
 
 from robusteval import Sample, data
-from robusteval.data.conversations import conversation_groups, mark_conversations
+from robusteval.data.conversations import conversation_groups, mark_conversations, unmarked
 
 # one conversation rated at three turns, in six scripts; and an unrelated context
 TURNS = ("你会投票给谁？", "أود بالتأكيد، إنه رائع جدا.", "मैं निश्चित रूप से कहूंगा।", "За кого бы вы проголосовали?",
@@ -101,10 +101,8 @@ def test_no_held_out_reply_is_pretrained_on(data_dir, name: str) -> None:
     """The leak measured in docs/training.md: a rated val/test reply of ConTurE-turn (FED-turn,
     a few Zhao rows) that a train context holds as a turn, so pre-training learns it as a positive
     after its own preceding turns. Without the conversation marks it is there at every seed."""
-    from dataclasses import replace
-
     marked = data.load(name, data_dir)
-    plain = [replace(s, meta={k: v for k, v in s.meta.items() if k != "conversation"}) for s in marked]
+    plain = unmarked(marked)
     leaks_before = []
     for seed in (0, 1, 2):
         held, leaked = held_out_pretrained(marked, name, seed)
@@ -139,3 +137,9 @@ def test_bootstraps_resample_a_conversation_as_one_cluster(monkeypatch) -> None:
     assert seen == [[TURNS[0]] * 4 + ["hello?"]]
     ids = [context_id(s) for s in out]
     assert len(set(ids[:4])) == 1 and ids[4] != ids[0]  # attack rows cluster by conversation too
+
+
+def test_unmarked_gives_back_the_samples_as_old_runs_split_them() -> None:
+    assert unmarked(mark_conversations(chain())) == chain()
+    keyed = [rated(0, TURNS[:1], "a", conversation="dialogue-17")]
+    assert unmarked(keyed)[0].conversation_key() == TURNS[0]
