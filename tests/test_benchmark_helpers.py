@@ -232,3 +232,23 @@ def test_judge_attacks_plain_phrase_is_none_when_the_phrase_family_did_not_run(t
     assert ja.plain_phrase(tmp_path) is None  # it ran without the universal-phrase family
     (tmp_path / "plain" / "fitted.json").write_text(json.dumps({"judge-universal-phrase": {"phrase": "maison 家"}}))
     assert ja.plain_phrase(tmp_path) == "maison 家"
+
+
+def test_split_leak_counts_learned_replies_by_context_and_none_by_conversation(monkeypatch, capsys) -> None:
+    from robusteval.data.conversations import mark_conversations
+
+    leak = _load("split_leak")
+    # 40 dialogues of seven turns rated as ConTurE rates them: three-turn windows moving on two
+    samples = []
+    for i in range(40):
+        t = [f"диалог {i}, реплика {j} / 对话{i}第{j}句" for j in range(7)]
+        samples += [Sample(id=f"d{i}/{k}", task="dialogue", context=tuple(t[2 * k:2 * k + 3]), response=t[2 * k + 3],
+                           human={"overall": 1.0}) for k in range(2)]
+    monkeypatch.setattr(leak, "SETS", ["toy"])
+    monkeypatch.setattr("robusteval.data.load", lambda name, data_dir=None: mark_conversations(samples))
+    assert leak.main(["--seeds", "0", "1"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| toy")]
+    assert len(rows) == 2
+    for row in rows:
+        before, after = (int(x) for x in row[3].rstrip(" |").split(" → "))
+        assert before > 0 and after == 0  # the first window's reply opens the second: learned when split apart

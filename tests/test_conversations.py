@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from robusteval.training.data import split_of
-from robusteval.training.ssl import continuations
+from robusteval.training.ssl import learned_replies
 
 from robusteval import Sample, data
 from robusteval.data.conversations import conversation_groups, mark_conversations, unmarked
@@ -89,11 +89,8 @@ def held_out_pretrained(samples: list[Sample], name: str, seed: int) -> tuple[in
     """(held-out rated rows, those whose reply pre-training learns after the end of their
     context: any suffix of the context, as a longer train context or window holds it)."""
     split = {s.id: split_of(name, s, 0.1, 0.2, seed) for s in samples}
-    pretrained = {(p.context[-k:], p.response) for p in continuations([s for s in samples if split[s.id] == "train"])
-                  for k in range(1, len(p.context) + 1)}
     held = [s for s in samples if split[s.id] != "train"]
-    return len(held), sum(any((s.context[-k:], s.response) in pretrained for k in range(1, len(s.context) + 1))
-                          for s in held)
+    return len(held), sum(learned_replies(held, [s for s in samples if split[s.id] == "train"]))
 
 
 @pytest.mark.parametrize("name", ["conture-turn", "fed-turn", "dailydialog-zhao", "persona-zhao"])
@@ -143,3 +140,11 @@ def test_unmarked_gives_back_the_samples_as_old_runs_split_them() -> None:
     assert unmarked(mark_conversations(chain())) == chain()
     keyed = [rated(0, TURNS[:1], "a", conversation="dialogue-17")]
     assert unmarked(keyed)[0].conversation_key() == TURNS[0]
+
+
+def test_learned_replies_finds_a_reply_a_later_window_holds_after_its_own_turn() -> None:
+    t = [f"turn {i} ({TURNS[i % len(TURNS)]})" for i in range(6)]
+    train = [rated(9, (t[2], t[3], t[4]), t[5])]  # pre-training: (t2) -> t3, (t2, t3) -> t4
+    held = [rated(0, (t[0], t[1], t[2]), t[3]), rated(1, (t[0], t[1], t[2]), "une autre réponse"),
+            rated(2, (t[1], t[3]), t[4]), rated(3, (t[0],), t[1])]
+    assert learned_replies(held, train) == [True, False, True, False]
