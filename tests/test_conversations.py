@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -148,3 +149,12 @@ def test_learned_replies_finds_a_reply_a_later_window_holds_after_its_own_turn()
     held = [rated(0, (t[0], t[1], t[2]), t[3]), rated(1, (t[0], t[1], t[2]), "une autre réponse"),
             rated(2, (t[1], t[3]), t[4]), rated(3, (t[0],), t[1])]
     assert learned_replies(held, train) == [True, False, True, False]
+
+
+def test_the_guards_flag_rate_counts_a_conversation_as_one_cluster() -> None:
+    from robusteval.compare.pipeline import flagged_summary
+
+    scale = {"scales": {"overall": {"low": 0, "high": 2}}}
+    out = mark_conversations([replace(s, meta=scale) for s in chain()])  # four rows of one conversation, one other
+    summary = flagged_summary(out, [True, True, False, False, False])
+    assert sorted(summary["contexts"]) == [[1, 0], [4, 2]]
