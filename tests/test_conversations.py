@@ -158,3 +158,14 @@ def test_the_guards_flag_rate_counts_a_conversation_as_one_cluster() -> None:
     out = mark_conversations([replace(s, meta=scale) for s in chain()])  # four rows of one conversation, one other
     summary = flagged_summary(out, [True, True, False, False, False])
     assert sorted(summary["contexts"]) == [[1, 0], [4, 2]]
+
+
+def test_a_files_conversation_column_keys_its_rows(tmp_path) -> None:
+    path = tmp_path / "rated.csv"
+    path.write_text("dialogue_id,context,response\nA,你好,مرحبا\nA,Как дела?,Très bien\nB,नमस्ते,Bonjour\n",
+                    encoding="utf-8")
+    rows = data.load(str(path), task="dialogue")
+    assert [s.conversation_key() for s in rows] == ["A", "A", "B"]
+    assert len({split_of("file", s, 0.3, 0.3, seed) for seed in range(20) for s in rows[:2]}) == 3  # both move
+    assert all(split_of("file", rows[0], 0.3, 0.3, seed) == split_of("file", rows[1], 0.3, 0.3, seed)
+               for seed in range(20))

@@ -12,7 +12,10 @@ in this order wins):
 * ``id``: id, sample_id, example_id, uid; ``fact``, ``answer``: their own names;
 * human scores: score, human_score, rating, human_rating, overall, quality, and any
   ``human_<aspect>`` column (aspect ``<aspect>``), or a ``human`` column holding
-  ``{aspect: score}``; ``system_id`` (or ``system``, ``model``) goes to ``meta["system_id"]``.
+  ``{aspect: score}``; ``system_id`` (or ``system``, ``model``) goes to ``meta["system_id"]``;
+  ``conversation_id`` (or ``conversation``, ``dialogue_id``, ``dialog_id``) to
+  ``meta["conversation"]``: rows of one conversation share a split and a bootstrap cluster
+  (without it, contexts that continue one another are joined, :mod:`robusteval.data.conversations`).
 
 ``columns`` maps Sample fields to the file's keys and wins over recognition: ``response``,
 ``context``, ``reference``, ``references``, ``fact``, ``answer``, ``id``, and
@@ -53,6 +56,7 @@ FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 #: (CLI ``--columns human.score=score``).
 HUMAN_COLUMNS = ("human_score", "rating", "human_rating", "overall", "quality")
 SYSTEM_COLUMNS = ("system_id", "system", "model")
+CONVERSATION_COLUMNS = ("conversation_id", "conversation", "dialogue_id", "dialog_id")
 SUMMARIZATION_HINTS = frozenset({"document", "article", "summary"})
 
 Row = tuple[int, Mapping[str, Any]]
@@ -180,6 +184,7 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
         task = "summarization" if hints & SUMMARIZATION_HINTS else "dialogue"
     task_key = next((k for k in keys if _norm(k) == "task"), None)
     system_key = next((k for n in SYSTEM_COLUMNS for k in keys if _norm(k) == n), None)
+    conversation_key = next((k for n in CONVERSATION_COLUMNS for k in keys if _norm(k) == n), None)
     log.info("%s: columns %s, human %s, task %s", source, fields, aspects, task)
     scale_meta = {a: HumanScale(*s).to_dict() for a, s in (scales or {}).items()}
     samples = []
@@ -197,6 +202,8 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
         meta: dict[str, Any] = {"dataset": source.stem, "index": i, unit: line, "scales": scale_meta}
         if system_key is not None and row.get(system_key) not in (None, ""):
             meta["system_id"] = row[system_key]
+        if conversation_key is not None and row.get(conversation_key) not in (None, ""):
+            meta["conversation"] = str(row[conversation_key])
         sample_id = str(sample_id) if sample_id not in (None, "") else f"{source.stem}/{i}"
         if sample_id in first_line:
             raise cell.error(f"id {sample_id!r} is used twice: first on {unit} {first_line[sample_id]}, "
