@@ -68,7 +68,8 @@ class Sample:
     def conversation_key(self) -> str:
         """What a train/val/test split keeps together: the conversation this context belongs to
         (``meta["conversation"]``, set by :func:`robusteval.data.load` where a dataset rates
-        several turns of one dialogue, each context a prefix of the next), else the context."""
+        several turns of one dialogue: growing prefixes or sliding windows,
+        :mod:`robusteval.data.conversations`; or a file's conversation-id column), else the context."""
         conv = self.meta.get("conversation")
         return str(conv) if conv else self.context_key()
 

@@ -15,8 +15,9 @@
   (:mod:`robusteval.data.hf`; ``split=`` defaults to test, then validation, then train);
 * a Python object: a list of Samples or of records, a DataFrame, a ``datasets`` Dataset.
 
-Dialogue contexts that extend one another (several rated turns of one conversation) are
-marked as one conversation (:mod:`robusteval.data.conversations`), so splits keep them together.
+Dialogue contexts that continue one another (several rated turns of one conversation: a
+context and a longer one, or a window that moved on) are marked as one conversation
+(:mod:`robusteval.data.conversations`), so splits keep them together.
 """
 
 from __future__ import annotations
