@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from robusteval.training.data import split_of
-from robusteval.training.ssl import learned_replies
+from robusteval.training.ssl import continuations, learned_replies
 
 from robusteval import Sample, data
 from robusteval.data.conversations import conversation_groups, mark_conversations, unmarked
@@ -169,3 +169,21 @@ def test_a_files_conversation_column_keys_its_rows(tmp_path) -> None:
     assert len({split_of("file", s, 0.3, 0.3, seed) for seed in range(20) for s in rows[:2]}) == 3  # both move
     assert all(split_of("file", rows[0], 0.3, 0.3, seed) == split_of("file", rows[1], 0.3, 0.3, seed)
                for seed in range(20))
+
+
+def test_random_negatives_come_from_another_conversation() -> None:
+    import random
+
+    from robusteval.training.ssl import negative
+
+    # two dialogues of windows: a 'random' negative for a turn of one is never a turn of it
+    convs = []
+    for d in range(2):
+        t = [f"{'AB'[d]}{i} ({TURNS[i % len(TURNS)]})" for i in range(9)]
+        convs += [rated(10 * d + k, tuple(t[2 * k:2 * k + 3]), t[2 * k + 3]) for k in range(3)]
+    pos = continuations(mark_conversations(convs))
+    rng = random.Random(0)
+    for p in pos:
+        for _ in range(20):
+            text = negative("random", p, pos, rng)
+            assert text is None or text[0] != p.response[0]  # the other dialogue's turn

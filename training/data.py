@@ -9,7 +9,7 @@
   example (text made bad) gets the target ``adv_low_target`` (0 by default) and is paired with
   its original for the margin loss; an R+ example (quality kept) keeps its original's target;
   with ``only_successful`` just the examples that fooled the victim are used;
-* optional negative sampling (``negatives`` per sample: responses of other contexts, target 0)
+* optional negative sampling (``negatives`` per sample: responses of other conversations, target 0)
   for training without labels;
 * self-supervised pre-training pairs (``self_supervised``: dialogue datasets whose contexts
   give positives and paired negatives, :mod:`robusteval.training.ssl`).
@@ -82,10 +82,6 @@ def normalized(sample: Sample, aspect: str) -> float | None:
         raise DataFormatError(sample.meta.get("dataset", sample.id), f"no usable scale for aspect {aspect!r}",
                               field="scales")
     return min(1.0, max(0.0, (float(sample.human[aspect]) - low) / (high - low)))
-
-
-def context_key(sample: Sample) -> str:
-    return sample.context_key()
 
 
 def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
@@ -183,7 +179,7 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
         for split in SPLITS:
             humans = [it for it in pool.items[split] if it.kind == "human"]
             for it in humans:
-                others = [o for o in humans if context_key(o.sample) != context_key(it.sample)]
+                others = [o for o in humans if o.sample.conversation_key() != it.sample.conversation_key()]
                 for o in rng.sample(others, min(negatives, len(others))):
                     pool.items[split].append(Item(it.sample.with_response(o.sample.response, negative=True), 0.0,
                                                   "negative", it.dataset))
@@ -249,7 +245,7 @@ class ScoringDataModule(pl.LightningDataModule):
         only_successful: keep only adversarial examples that fooled the attacked victim.
         adversarial_families: keep only adversarial examples of these attack families (default: all).
         adv_low_target: target of an R- adversarial example.
-        negatives: negative samples (responses of other contexts) per human sample.
+        negatives: negative samples (responses of other conversations) per human sample.
         val_fraction: share of conversations for validation.
         test_fraction: share of conversations for testing.
         batch_size: examples per batch.

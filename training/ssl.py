@@ -71,7 +71,7 @@ def continuations(samples: Sequence[Sample]) -> list[Sample]:
         for k in range(1, len(turns)):
             out.append(Sample(id=f"{s.id}#ssl{k}", task="dialogue", response=turns[k], context=tuple(turns[:k]),
                               meta={"dataset": s.meta.get("dataset"), "ssl": "positive",
-                                    "context_of": key}))
+                                    "context_of": key, "conversation_of": s.conversation_key()}))
     return out
 
 
@@ -90,7 +90,8 @@ def negative(kind: str, pos: Sample, others: Sequence[Sample], rng: random.Rando
     if kind == "random":
         for _ in range(8):
             o = others[rng.randrange(len(others))]
-            if o.meta.get("context_of") != pos.meta.get("context_of") and o.response != pos.response:
+            # another conversation: a turn of the same dialogue (another window) is no random reply
+            if o.meta.get("conversation_of") != pos.meta.get("conversation_of") and o.response != pos.response:
                 return o.response
         return None
     if kind == "shuffled":
