@@ -11,7 +11,7 @@ scale (:func:`robusteval.training.data.normalized`, what training uses).
 
 Per set: the mean normalized rating of all rated replies, and of three groups -- replies of at
 most three words, replies with an exclamation mark, replies that end with a question mark --
-with the difference from the set's mean and its 95 % interval (a bootstrap over contexts of
+with the difference from the set's mean and its 95 % interval (a bootstrap over conversations of
 the per-reply difference from the set mean, :func:`robusteval.stats.mean_ci`).
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/rating_priors.py [--seed 0] [--split train]

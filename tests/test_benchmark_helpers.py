@@ -250,5 +250,7 @@ def test_split_leak_counts_learned_replies_by_context_and_none_by_conversation(m
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| toy")]
     assert len(rows) == 2
     for row in rows:
-        before, after = (int(x) for x in row[3].rstrip(" |").split(" → "))
+        before, after = (int(x) for x in row[3].split(" → "))
         assert before > 0 and after == 0  # the first window's reply opens the second: learned when split apart
+        drawn_before, drawn_after = (int(x) for x in row[4].rstrip(" |").split(" → "))
+        assert drawn_before == before and drawn_after == 0  # fewer positives than the limit: all drawn

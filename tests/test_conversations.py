@@ -61,9 +61,14 @@ def test_sliding_windows_are_one_conversation() -> None:
 
 
 def test_a_loader_key_other_tasks_and_contextless_samples_are_left_alone() -> None:
-    given = [rated(0, TURNS[:1], "a", conversation="dialogue-17"), rated(1, TURNS[:3], "b")]
+    # a row without the data's id joins its group's id, so one conversation is never split
+    given = [rated(0, TURNS[:1], "a", conversation="dialogue-17"), rated(1, TURNS[:3], "b"),
+             rated(2, TURNS[:1], "c"), rated(3, ("autre",), "d")]
     out = mark_conversations(given)
-    assert out[0].conversation_key() == "dialogue-17" and out[1].conversation_key() == TURNS[0]
+    assert [s.conversation_key() for s in out] == ["dialogue-17", "dialogue-17", "dialogue-17", "autre"]
+    two = mark_conversations([rated(0, TURNS[:1], "a", conversation="z"), rated(1, TURNS[:3], "b", conversation="y"),
+                              rated(2, TURNS[:5], "c")])
+    assert [s.conversation_key() for s in two] == ["z", "y", "y"]  # the data's ids are kept; the first for the rest
     docs = [rated(0, ("doc",), "s", task="summarization"), rated(1, ("doc", "more"), "t", task="summarization")]
     assert mark_conversations(docs) == docs
     bare = [rated(0, (), "a"), rated(1, (), "b")]
@@ -91,7 +96,7 @@ def held_out_pretrained(samples: list[Sample], name: str, seed: int) -> tuple[in
     context: any suffix of the context, as a longer train context or window holds it)."""
     split = {s.id: split_of(name, s, 0.1, 0.2, seed) for s in samples}
     held = [s for s in samples if split[s.id] != "train"]
-    return len(held), sum(learned_replies(held, [s for s in samples if split[s.id] == "train"]))
+    return len(held), sum(learned_replies(held, continuations([s for s in samples if split[s.id] == "train"])))
 
 
 @pytest.mark.parametrize("name", ["conture-turn", "fed-turn", "dailydialog-zhao", "persona-zhao"])
@@ -148,7 +153,7 @@ def test_learned_replies_finds_a_reply_a_later_window_holds_after_its_own_turn()
     train = [rated(9, (t[2], t[3], t[4]), t[5])]  # pre-training: (t2) -> t3, (t2, t3) -> t4
     held = [rated(0, (t[0], t[1], t[2]), t[3]), rated(1, (t[0], t[1], t[2]), "une autre réponse"),
             rated(2, (t[1], t[3]), t[4]), rated(3, (t[0],), t[1])]
-    assert learned_replies(held, train) == [True, False, True, False]
+    assert learned_replies(held, continuations(train)) == [True, False, True, False]
 
 
 def test_the_guards_flag_rate_counts_a_conversation_as_one_cluster() -> None:
@@ -187,3 +192,18 @@ def test_random_negatives_come_from_another_conversation() -> None:
         for _ in range(20):
             text = negative("random", p, pos, rng)
             assert text is None or text[0] != p.response[0]  # the other dialogue's turn
+
+
+def test_a_frames_missing_ids_and_a_context_column_named_conversation(tmp_path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"dialogue_id": [1.0, float("nan"), 2.0], "context": ["你好", "Как дела?", "नमस्ते"],
+                          "response": ["مرحبا", "Très bien", "Bonjour"]})
+    rows = data.load(frame, task="dialogue")
+    assert [s.meta.get("conversation") for s in rows] == ["1", None, "2"]  # NaN is no id; 1.0 is 1
+    path = tmp_path / "chat.jsonl"
+    lines = [{"conversation": ["Salut", "Ça va ?"], "response": "Oui"}, {"conversation": ["Salut"], "response": "Ça va ?"}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+    rows = data.load(str(path), columns={"context": "conversation"}, task="dialogue")
+    assert [s.context for s in rows] == [("Salut", "Ça va ?"), ("Salut",)]
+    assert [s.conversation_key() for s in rows] == ["Salut", "Salut"]  # the mapped column is no id: chains join

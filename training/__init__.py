@@ -1,7 +1,7 @@
 """Adversarial LoRA fine-tuning of learned evaluators under Lightning (installs as
 ``robusteval.training``).
 
-* :class:`ScoringDataModule` — human-judged samples plus adversarial JSONL, split by context;
+* :class:`ScoringDataModule` — human-judged samples plus adversarial JSONL, split by conversation;
 * :class:`CrossEncoderModule` — a LoRA cross-encoder (MiniLM by default, any HF encoder, the
   PoE architecture); its export loads as the ``cross-encoder`` metric;
 * :class:`BoolQAModule` — a LoRA UniEval-style Boolean-QA seq2seq evaluator;

@@ -92,6 +92,26 @@ def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: f
     return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
 
 
+def ssl_positives(name: str, samples: list[Sample], val_fraction: float, test_fraction: float, seed: int,
+                  ssl_limit: int | None) -> dict[str, list[Sample]]:
+    """The self-supervised positives pre-training draws from dataset ``name``, per split: every
+    (turns before, turn) pair of each split's contexts (:func:`robusteval.training.ssl.continuations`),
+    at most ``ssl_limit`` per dataset (a seeded share of each split)."""
+    from robusteval.training.ssl import continuations
+
+    by_split: dict[str, list[Sample]] = {sp: [] for sp in SPLITS}
+    for s in samples:
+        by_split[split_of(name, s, val_fraction, test_fraction, seed)].append(s)
+    positives = {sp: continuations(group) for sp, group in by_split.items()}
+    total = sum(len(v) for v in positives.values())
+    share = 1.0 if ssl_limit is None or total <= ssl_limit else ssl_limit / total
+    if share < 1.0:  # at most ssl_limit positives per dataset: a seeded subset of each split
+        for split, pos in positives.items():
+            random.Random(f"{seed}|{name}|{split}").shuffle(pos)
+            positives[split] = pos[: round(share * len(pos))]
+    return positives
+
+
 def check_splits(splits: dict[str, list[Any]], dataset: str, val_fraction: float, test_fraction: float, seed: int,
                  command: str, need: tuple[str, ...] = ("train", "val", "test")) -> None:
     """Refuse, before any training, a split that leaves one of ``need`` without a context:
@@ -159,19 +179,11 @@ def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[
             else:
                 pool.counts["adv+_without_human_score"] += 1
     if self_supervised:
-        from robusteval.training.ssl import DEFAULT_KINDS, continuations, ssl_items
+        from robusteval.training.ssl import DEFAULT_KINDS, ssl_items
 
         for name in self_supervised:
-            by_split: dict[str, list[Sample]] = {sp: [] for sp in SPLITS}
-            for s in load(name, None):
-                by_split[split_of(name, s, val_fraction, test_fraction, seed)].append(s)
-            positives = {sp: continuations(group) for sp, group in by_split.items()}
-            total = sum(len(v) for v in positives.values())
-            share = 1.0 if ssl_limit is None or total <= ssl_limit else ssl_limit / total
+            positives = ssl_positives(name, load(name, None), val_fraction, test_fraction, seed, ssl_limit)
             for split, pos in positives.items():
-                if share < 1.0:  # at most ssl_limit positives per dataset: a seeded subset of each split
-                    random.Random(f"{seed}|{name}|{split}").shuffle(pos)
-                    pos = pos[: round(share * len(pos))]
                 pool.items[split].extend(ssl_items(pos, name, list(ssl_negatives or DEFAULT_KINDS),
                                                    ssl_per_positive, seed))
     if negatives:
@@ -236,7 +248,7 @@ def collate(items: list[Item]) -> dict[str, Any]:
 
 
 class ScoringDataModule(pl.LightningDataModule):
-    """Human-judged + adversarial examples, split by context (see the module docstring).
+    """Human-judged + adversarial examples, split by conversation (see the module docstring).
 
     Args:
         datasets: registered dataset names, optionally ``name:aspect``; split train/val/test.
@@ -253,7 +265,7 @@ class ScoringDataModule(pl.LightningDataModule):
         data_dir: human-judgment data folder (default ``$ROBUSTEVAL_DATA``).
         limit: first N samples of each dataset (smoke runs).
         self_supervised: dialogue datasets whose contexts give self-supervised positives and
-            negatives (:mod:`robusteval.training.ssl`), split by context like the rest.
+            negatives (:mod:`robusteval.training.ssl`), split by conversation like the rest.
         ssl_negatives: negative kinds (default: random, shuffled, truncated, context_copy; also
             punctuation and opener, :mod:`robusteval.training.ssl`).
         ssl_per_positive: negatives per positive.

@@ -75,12 +75,13 @@ def continuations(samples: Sequence[Sample]) -> list[Sample]:
     return out
 
 
-def learned_replies(rated: Sequence[Sample], train: Sequence[Sample]) -> list[bool]:
-    """For each rated sample: whether pre-training on ``train``'s contexts learns its reply as a
-    positive right after the end of its context (any suffix of it: a longer context, or a later
-    window of the same dialogue, holds the two as consecutive turns). The split leak that
-    :mod:`robusteval.data.conversations` closes; ``benchmarks/split_leak.py`` measures it."""
-    learned = {(p.context[-k:], p.response) for p in continuations(train) for k in range(1, len(p.context) + 1)}
+def learned_replies(rated: Sequence[Sample], positives: Sequence[Sample]) -> list[bool]:
+    """For each rated sample: whether one of the pre-training ``positives`` (from
+    :func:`continuations`) is its reply right after the end of its context (any suffix of it: a
+    longer context, or a later window of the same dialogue, holds the two as consecutive turns).
+    The split leak that :mod:`robusteval.data.conversations` closes; ``benchmarks/split_leak.py``
+    measures it."""
+    learned = {(p.context[-k:], p.response) for p in positives for k in range(1, len(p.context) + 1)}
     return [any((s.context[-k:], s.response) in learned for k in range(1, len(s.context) + 1)) for s in rated]
 
 

@@ -49,7 +49,7 @@ def flagged_pooled(correlation: dict[str, Any]) -> dict[str, Any] | None:
     entries written by :func:`robusteval.compare.pipeline.flagged_summary`) as one
     :func:`robusteval.stats.flag_rate` entry, or None for an unguarded variant.
 
-    The responses to one context are one cluster (their flags are not independent: one
+    The responses to one context (one conversation) are one cluster (their flags are not independent: one
     guarded context often flags all of them), so the interval is the cluster bootstrap over
     the conversations of every set (``contexts``: ``[responses, flagged]`` per conversation). A report
     written before contexts were recorded falls back to Wilson over responses and says so

@@ -12,13 +12,18 @@ reply is a turn of a train context, and self-supervised pre-training
 (:mod:`robusteval.training.ssl`) learns it, after its own preceding turn, as a positive.
 
 :func:`conversation_groups` joins two rated contexts when one is a proper prefix of the other,
-or when the later one begins with the last two or more turns of the earlier one followed by its
-rated reply (a window that moved on). A group's key is its shortest context (the first by
+or when the later one begins with the earlier one's last turn(s) followed by its rated reply (a
+window that moved on). A group's key is its shortest context (the first by
 length, then text), recorded as ``meta["conversation"]`` on every sample of a group of two or
 more contexts by :func:`mark_conversations`. :meth:`robusteval.types.Sample.conversation_key`
 reads it and falls back to the context, so a context that joins no other keeps the key, and
-the split, it had before. Contexts that only share an opening turn ("hello") are not joined.
-A conversation key a loader sets itself (a real dialogue id) is kept.
+the split, it had before. Contexts that only share an opening turn are not joined, unless that turn is itself a rated
+context (below).
+A conversation key the data gives (a file's conversation-id column) is kept, and a row without
+one takes the id of its context or group, so a conversation is never split by a missing id.
+A rated context that opens several dialogues (ConTurE-turn rates "Hello" with 22 replies, each
+the start of another dialogue) joins them all: such a group is larger than one conversation,
+which costs split balance, never a leak.
 """
 
 from __future__ import annotations
@@ -78,10 +83,20 @@ def mark_conversations(samples: Sequence[Sample]) -> list[Sample]:
     the same list (:func:`conversation_groups`; dialogue samples only, others are returned as is)."""
     root = conversation_groups((s.context, s.response) for s in samples if s.task == "dialogue" and s.context)
     grouped = {c for c, r in root.items() if r != c} | {r for c, r in root.items() if r != c}
+    given: dict[tuple[str, ...], str] = {}  # a group's id from the data (the first in order, if several)
+    for s in samples:
+        if s.task == "dialogue" and s.context in root and s.meta.get(KEY):
+            key = str(s.meta[KEY])
+            r = root[s.context]
+            given[r] = min(given.get(r, key), key)
     out: list[Sample] = []
     for s in samples:
-        if s.task == "dialogue" and s.context in grouped and KEY not in s.meta:
-            s = replace(s, meta={**s.meta, KEY: "\n".join(root[s.context])})
+        if s.task == "dialogue" and s.context in root and not s.meta.get(KEY):
+            r = root[s.context]
+            if r in given:  # a row without the data's id joins its context's or group's id
+                s = replace(s, meta={**s.meta, KEY: given[r]})
+            elif s.context in grouped:
+                s = replace(s, meta={**s.meta, KEY: "\n".join(r)})
         out.append(s)
     return out
 

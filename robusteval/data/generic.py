@@ -184,7 +184,8 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
         task = "summarization" if hints & SUMMARIZATION_HINTS else "dialogue"
     task_key = next((k for k in keys if _norm(k) == "task"), None)
     system_key = next((k for n in SYSTEM_COLUMNS for k in keys if _norm(k) == n), None)
-    conversation_key = next((k for n in CONVERSATION_COLUMNS for k in keys if _norm(k) == n), None)
+    conversation_key = next((k for n in CONVERSATION_COLUMNS for k in keys
+                             if _norm(k) == n and k not in fields.values()), None)  # not a mapped field
     log.info("%s: columns %s, human %s, task %s", source, fields, aspects, task)
     scale_meta = {a: HumanScale(*s).to_dict() for a, s in (scales or {}).items()}
     samples = []
@@ -202,8 +203,11 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
         meta: dict[str, Any] = {"dataset": source.stem, "index": i, unit: line, "scales": scale_meta}
         if system_key is not None and row.get(system_key) not in (None, ""):
             meta["system_id"] = row[system_key]
-        if conversation_key is not None and row.get(conversation_key) not in (None, ""):
-            meta["conversation"] = str(row[conversation_key])
+        conv = row.get(conversation_key) if conversation_key is not None else None
+        if isinstance(conv, float):  # a DataFrame's missing id is NaN; an integral float id is an int
+            conv = None if conv != conv else int(conv) if conv.is_integer() else conv
+        if conv not in (None, ""):
+            meta["conversation"] = str(conv)
         sample_id = str(sample_id) if sample_id not in (None, "") else f"{source.stem}/{i}"
         if sample_id in first_line:
             raise cell.error(f"id {sample_id!r} is used twice: first on {unit} {first_line[sample_id]}, "

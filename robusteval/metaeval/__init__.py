@@ -38,9 +38,9 @@ def correlation(x: np.ndarray, y: np.ndarray, method: str) -> float | None:
 
 def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, seed: int = 0,
                  alpha: float = 0.05, clusters: Sequence[Any] | None = None) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of a correlation. With ``clusters`` (the context of each
-    rated response) whole contexts are resampled, since responses to one context are not
-    independent (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
+    """Percentile bootstrap interval of a correlation. With ``clusters`` (the conversation of
+    each rated response, :meth:`Sample.conversation_key`) whole conversations are resampled,
+    since responses to one context, or to turns of one dialogue, are not independent (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
     from robusteval.stats import cluster_bootstrap_indices
 
     plan = cluster_bootstrap_indices(clusters if clusters is not None else range(len(x)), n_boot, seed)
