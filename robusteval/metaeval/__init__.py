@@ -40,7 +40,8 @@ def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, 
                  alpha: float = 0.05, clusters: Sequence[Any] | None = None) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a correlation. With ``clusters`` (the conversation of
     each rated response, :meth:`Sample.conversation_key`) whole conversations are resampled,
-    since responses to one context, or to turns of one dialogue, are not independent (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
+    since responses to one context, or to turns of one dialogue, are not independent
+    (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
     from robusteval.stats import cluster_bootstrap_indices
 
     plan = cluster_bootstrap_indices(clusters if clusters is not None else range(len(x)), n_boot, seed)
