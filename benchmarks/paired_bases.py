@@ -96,6 +96,11 @@ def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_
     return out
 
 
+def split_scheme(doc: dict[str, Any]) -> str:
+    """How a harden run split its data: ``harden.json`` says since 2026-11-26; before, by context."""
+    return str(doc.get("split", "context"))
+
+
 def check_paired(before: Path, after: Path) -> None:
     """Two harden runs pair only when they share the split (seed and fractions) and the attacked
     dataset: otherwise their test contexts differ and a "paired" change would compare a few
@@ -103,9 +108,9 @@ def check_paired(before: Path, after: Path) -> None:
     a, b = harden_doc(before), harden_doc(after)
     if a is None or b is None:
         return
-    if a.get("split", "context") != b.get("split", "context"):  # harden.json before 2026-11-26 has none
-        raise SystemExit(f"{before} and {after} do not pair: split by {a.get('split', 'context')!r} and by "
-                         f"{b.get('split', 'context')!r} (runs on each side of the conversation split)")
+    if split_scheme(a) != split_scheme(b):
+        raise SystemExit(f"{before} and {after} do not pair: split by {split_scheme(a)!r} and by "
+                         f"{split_scheme(b)!r} (runs on each side of the conversation split)")
     for path in PAIRED_KEYS:
         va, vb = a.get("config"), b.get("config")
         for k in path:
@@ -211,16 +216,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     pairs, sides = [], []
     for i, (lab, (before, after)) in enumerate(zip(labels, args.pair, strict=True)):
         check_paired(Path(before), Path(after))
-        for doc in (harden_doc(Path(before)), harden_doc(Path(after))):
-            if args.test_split_seeds is not None and doc is not None and doc.get("split", "context") != args.split_by:
-                ap.error(f"a harden run of pair {lab!r} was split by {doc.get('split', 'context')!r}: "
-                         f"pass --split-by {doc.get('split', 'context')}")
+        docs = harden_doc(Path(before)), harden_doc(Path(after))
+        for doc in docs:
+            if args.test_split_seeds is not None and doc is not None and split_scheme(doc) != args.split_by:
+                ap.error(f"a harden run of pair {lab!r} was split by {split_scheme(doc)!r}: "
+                         f"pass --split-by {split_scheme(doc)}")
         (rb, sb), (ra, sa) = rows_of(Path(before), args.round), rows_of(Path(after), args.round)
         if args.test_split_seeds is not None:
             rb, ra = (test_rows(rows, args.test_split_seeds[i], split_by=args.split_by) for rows in (rb, ra))
         print(f"{lab}: before {sb} ({len(rb)} rows), after {sa} ({len(ra)} rows)")
         pairs.append((rb, ra))
-        docs = harden_doc(Path(before)), harden_doc(Path(after))
         sides.append(tuple(None if d is None else round_of(d, args.round) for d in docs))
     print()
     print(f"Harden runs read at their {'base (round 0)' if args.round == 'base' else 'chosen round'}.")
