@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from robusteval.training.data import split_of
+from robusteval.training.data import SPLIT_SCHEME, split_of
 
 from robusteval import attacks, data, metrics
 from robusteval.asr import asr_table
@@ -214,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
         return 2
     root = Path(args.out_dir)
-    summary: dict[str, Any] = {"args": vars(args), "asr": {}, "validity": {}, "seconds": {}}
+    refuse_other_split(root / "summary.json", args)
+    summary: dict[str, Any] = {"args": vars(args), "split_scheme": SPLIT_SCHEME, "asr": {}, "validity": {},
+                               "seconds": {}}
     picked: dict[str, list[Sample]] = {}  # per dataset: fitting samples, then attacked ones
     built: dict[str, Any] = {}  # per variant: one victim for attacks and validity (models load once,
     # a mixed committee scores its calibration once)
@@ -289,6 +291,21 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print_tables(summary, args)
     return 0
+
+
+def refuse_other_split(path: Path, args: argparse.Namespace) -> None:
+    """Runs of parts of the benchmark add to one summary.json; with ``--split test`` they must share
+    the split scheme (:data:`SPLIT_SCHEME`). A summary written before the scheme was recorded split
+    by exact context (before 2026-11-26): refused, before any work, rather than mixed."""
+    if args.split != "test" or not path.is_file():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    if (old.get("args") or {}).get("split") != "test":
+        return
+    scheme = old.get("split_scheme", "context")
+    if scheme != SPLIT_SCHEME:
+        raise SystemExit(f"{path} holds results of test contexts split by {scheme!r}; this code splits by "
+                         f"{SPLIT_SCHEME!r}: the two do not add up. Use another --out-dir.")
 
 
 def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:

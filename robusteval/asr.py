@@ -93,13 +93,19 @@ def in_denominator(row: ResultRow | Mapping[str, Any], criterion: str | None = N
     return r.success.get(criterion or PRIMARY[r.direction]) is not None
 
 
+def cluster_of(row: ResultRow) -> str:
+    """What an interval resamples a row with: its conversation (``context_id``, else the sample),
+    within its dataset: two sets' conversations that share an opener ("Hello") or ids ("1") are
+    not one cluster when their rows are pooled."""
+    return f"{row.dataset or ''}\x1f{row.context_id or row.sample_id}"
+
+
 def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, Any]:
     """``{successes, n, asr, ci, ci_method}`` of counted rows under ``criterion`` (default:
     each row's primary criterion; ``"any"``: at least one); n is the rows
     :func:`in_denominator` keeps."""
     judged = [r for r in map(as_row, rows) if in_denominator(r, criterion)]
-    return proportion([fooled(r, criterion) for r in judged], [r.context_id or r.sample_id for r in judged],
-                      names=ASR_NAMES)
+    return proportion([fooled(r, criterion) for r in judged], [cluster_of(r) for r in judged], names=ASR_NAMES)
 
 
 def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
@@ -167,7 +173,7 @@ def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
     (2024, App. D.1) on robusteval's 0-100 scale. Positive: the score fell."""
     used = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
     return mean_ci([float(r.victim_before) - float(r.victim_after) for r in used],  # type: ignore[arg-type]
-                   [r.context_id or r.sample_id for r in used])
+                   [cluster_of(r) for r in used])
 
 
 def _by_attack_and_sample(rows: Iterable[ResultRow | Mapping[str, Any]], criterion: str | None,
@@ -221,7 +227,7 @@ def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
             t["only_before"] += fa and not fb
             t["only_after"] += fb and not fa
             diffs.setdefault(key(row), []).append(float(fb) - float(fa))
-            clusters.setdefault(key(row), []).append(f"{i}|{row.context_id or row.sample_id}")
+            clusters.setdefault(key(row), []).append(f"{i}|{cluster_of(row)}")
     return {g: {"n_pairs": len(diffs.get(g, [])), **t,
                 "change": mean_ci(diffs.get(g, []), clusters.get(g, []))}
             for g, t in sorted(tallies.items())}

@@ -3,6 +3,7 @@ benchmarks/smoothing.py: the figures those scripts print come from these functio
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import sys
@@ -148,8 +149,6 @@ def test_rating_priors_compares_each_group_with_the_sets_mean(monkeypatch, capsy
 
 
 def test_judge_attacks_split_follows_the_seed_and_plain_has_one_source(tmp_path) -> None:
-    import argparse
-
     from robusteval.training.data import split_of
 
     ja = _load("judge_attacks")
@@ -220,6 +219,50 @@ def test_paired_bases_splits_by_conversation_or_as_old_runs_did(monkeypatch, tmp
     with pytest.raises(SystemExit):
         paired.main(["--pair", str(old), str(old), "--test-split-seeds", "0"])  # old runs: --split-by context
     assert "was split by 'context': pass --split-by context" in capsys.readouterr().err
+
+
+def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypatch, capsys) -> None:
+    from robusteval.training.data import split_of
+
+    from robusteval.data.conversations import mark_conversations
+
+    be = _load("base_evaluator")
+    # 40 conversations, each rated at three growing contexts: the two schemes split them differently
+    raw = [Sample(id=f"c{i}/{k}", task="dialogue", context=tuple(f"ход {i}.{j} / دور {j}" for j in range(1, 2 * k + 2)),
+                  response=f"réponse {i} {k} 回答",
+                  human=dict.fromkeys(("overall", "coherence", "maintains_context"), float((i + k) % 5 + 1)))
+           for i in range(40) for k in range(3)]
+    marked = mark_conversations(raw)
+    monkeypatch.setattr(be.data, "load", lambda name: marked)
+
+    class Length:  # a stand-in for both metrics: the reply's length
+        def score(self, samples):
+            return [float(len(s.response)) for s in samples]
+
+    monkeypatch.setattr(be.metrics, "load", lambda *a, **k: Length())
+    counts = {}
+    for scheme, rows in (("conversation", marked), ("context", raw)):
+        assert be.main(["export", "--split-by", scheme, "--n-boot", "20"]) == 0
+        table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| test split |" in line]
+        counts[scheme] = [int(r[2]) for r in table]
+        names = [spec.split(":")[0] for spec in be.IN_DOMAIN]
+        assert counts[scheme] == [sum(split_of(n, s, 0.1, 0.2, 0) == "test" for s in rows) for n in names]
+    assert counts["conversation"] != counts["context"]
+
+
+def test_judge_attacks_refuses_to_add_to_a_summary_of_another_split(tmp_path) -> None:
+    ja = _load("judge_attacks")
+    path = tmp_path / "summary.json"
+    test_args = argparse.Namespace(split="test")
+    ja.refuse_other_split(path, test_args)  # no summary yet
+    path.write_text(json.dumps({"args": {"split": "test"}, "asr": {}}), encoding="utf-8")  # before the scheme
+    with pytest.raises(SystemExit, match="split by 'context'"):
+        ja.refuse_other_split(path, test_args)
+    ja.refuse_other_split(path, argparse.Namespace(split="first"))  # the first contexts: no split involved
+    path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "conversation"}), encoding="utf-8")
+    ja.refuse_other_split(path, test_args)
+    path.write_text(json.dumps({"args": {"split": "first"}}), encoding="utf-8")
+    ja.refuse_other_split(path, test_args)
 
 
 def test_judge_attacks_plain_phrase_is_none_when_the_phrase_family_did_not_run(tmp_path) -> None:

@@ -295,6 +295,7 @@ def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
     assert report["schema"] == "robusteval.compare/2"
+    assert report["split"] == "conversation" and "whole conversations together" in (out / "report.md").read_text()
     assert {p.name for p in out.iterdir()} >= {"report.json", "report.md", "report.html", "guard"}
     dlg = report["suites"]["dialogue"]
     learned, rouge = dlg["victims"]["tiny evaluator"], dlg["victims"]["rougeL"]

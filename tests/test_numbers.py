@@ -12,7 +12,7 @@ import pytest
 from toy import LengthMetric
 
 from robusteval import Sample, attacks
-from robusteval.asr import asr_table, counted, overall, summarize
+from robusteval.asr import asr, asr_table, counted, overall, summarize
 from robusteval.attacks.base import AttackResult, ResultRow
 from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.runner import read_results, run_attacks
@@ -75,6 +75,24 @@ def test_shared_contexts_use_a_cluster_bootstrap() -> None:
     lo, hi = p["ci"]
     w_lo, w_hi = wilson(4, 8)
     assert lo < 0.5 < hi and (hi - lo) > (w_hi - w_lo)  # wider than pretending 8 independent rows
+
+
+def test_pooled_datasets_never_share_a_cluster() -> None:
+    """Two sets' rows with the same conversation id (a shared opener, or ids "1", "2" in both files)
+    are resampled as separate clusters when pooled: one ASR bootstrap unit per (dataset, context)."""
+    rows = []
+    for ds, hit in (("dailydialog-zhao", {"c0", "c1"}), ("persona-zhao", {"c2", "c3"})):
+        for c in ("c0", "c1", "c2", "c3"):
+            for k in range(2):
+                r = ResultRow("a", "f", f"{c}/{k}", "R-", "o", "x", "low", success={"beats_reference": c in hit},
+                              dataset=ds, context_id=c)
+                rows.append(r)
+    got = asr(rows)
+    verdicts = [r.success["beats_reference"] for r in rows]
+    assert (got["successes"], got["n"]) == (8, 16)
+    assert got["ci"] == proportion(verdicts, clusters=[f"{r.dataset}/{r.context_id}" for r in rows])["ci"]
+    # merged by context id alone, every cluster would hold one fooled and one not: a narrower interval
+    assert got["ci"] != proportion(verdicts, clusters=[r.context_id for r in rows])["ci"]
 
 
 def test_flag_rate_is_flagged_over_n() -> None:

@@ -117,6 +117,13 @@ def test_cards_show_r_minus_and_r_plus_apart_with_their_own_numerators_and_denom
     assert "40.0 [" not in page.split('<h2>Suite')[0]  # plain's pooled 32/80 is nowhere in the verdict
 
 
+def test_the_report_says_how_its_data_was_split() -> None:
+    report = make_report()
+    assert "records no split scheme" in markdown(report)  # reports before the conversation split
+    assert "whole conversations together" in markdown({**report, "split": "conversation"})
+    assert "records no split scheme" not in markdown({**report, "split": "conversation"})
+
+
 def test_headline_table_keeps_the_directions_apart() -> None:
     report = make_report()
     rows = headline_rows(report)

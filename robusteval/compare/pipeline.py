@@ -572,10 +572,11 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     out.mkdir(parents=True, exist_ok=True)
     folder = fingerprint_data_dir(data_dir or cfg.data_dir)
     from robusteval.detectors.defaults import version
+    from robusteval.training.data import SPLIT_SCHEME
 
     # the package's default thresholds apply to every detector a config leaves at its default
     claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder,
-                                      shipped_thresholds=version()), resume)
+                                      shipped_thresholds=version(), split=SPLIT_SCHEME), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean = clean_suspicion(dets, cfg, glog, data_dir)
@@ -608,6 +609,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
                               "victims": victims, **({"phrase_transfer": phrase} if phrase else {})}
+    # "split": what the train / val / test split keeps together (runs split otherwise do not pair)
     return _rounded({"schema": "robusteval.compare/2", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
-                     "criteria": cfg.criteria.describe(),
+                     "criteria": cfg.criteria.describe(), "split": SPLIT_SCHEME,
                      "variants": list(VARIANTS), "guard": guard, "suites": suites})

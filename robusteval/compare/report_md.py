@@ -249,7 +249,17 @@ def intro(report: dict[str, Any]) -> str:
             f"(an invariance failure) when the score moves by more than "
             f"{report.get('criteria', {}).get('invariance_tolerance', 1.0):g} point(s). The two are never "
             "pooled. Guarded variants count guard-aware reruns of the search and R- attacks (penalized "
-            "search, disguised additions: robusteval.attacks.evasion) and transfer of the other attacks' texts.")
+            "search, disguised additions: robusteval.attacks.evasion) and transfer of the other attacks' texts."
+            + split_sentence(report))
+
+
+def split_sentence(report: dict[str, Any]) -> str:
+    """How the run split its data: reports before 2026-11-26 record none (they split by exact context)."""
+    scheme = report.get("split")
+    if scheme is None:
+        return (" This report records no split scheme: it was made before 2026-11-26, when train / val / test "
+                "splits hashed each exact dialogue context (a held-out turn could sit in a train window).")
+    return (f" Train / validation / test splits and every interval's resampling keep whole {scheme}s together.")
 
 
 def rule(tol: Tolerance = DEFAULT_TOLERANCE) -> str:
