@@ -97,6 +97,20 @@ def test_a_round_that_lowers_validation_spearman_is_not_kept_and_the_next_contin
     assert [x["kept"] for x in saved["rounds"]] == [False, False, True]
 
 
+def test_the_gate_refuses_a_validation_split_without_a_spearman(monkeypatch, tmp_path) -> None:
+    """A base whose validation had no rated rows logs no Spearman: the gate says so instead of
+    comparing rounds against a made-up 0."""
+    import robusteval.training.rounds as rounds
+
+    monkeypatch.setattr(rounds, "val_asr", lambda *a, **k: {"asr": 0.5, "n": 2, "successes": 1})
+    monkeypatch.setattr(rounds, "load_victim", lambda *a, **k: object())
+    base = Fitted(export="r0", init=None, epochs=1, val={"val_ssl_accuracy": 0.8})
+    with pytest.raises(RobustevalError, match=r"round 0: .* no validation Spearman"):
+        adversarial_rounds(tmp_path, kind="cross-encoder", model_args={"lr": 0.01}, data_args={}, base=base,
+                           train_pool=[], val_pool=[], attacks=[object()], spec=RoundsSpec(rounds=1), budget=1,
+                           dataset="d", criteria=None)
+
+
 def test_round_settings_split_losses_from_the_loop() -> None:
     model, spec = round_settings({"lr": 0.1}, {"rounds": 3, "consistency_weight": 0.5, "embed_adv_weight": 1.0})
     assert model == {"lr": 0.1, "consistency_weight": 0.5, "embed_adv_weight": 1.0} and spec.rounds == 3
@@ -463,6 +477,14 @@ def test_validation_logs_ssl_accuracy_and_invariance_failures(tiny_bert) -> None
     assert logged["val_ssl_accuracy"] == pytest.approx(2 / 3)
     assert logged["val_ssl_accuracy/random"] == pytest.approx(0.5) and logged["val_ssl_accuracy/shuffled"] == 1.0
     assert logged["val_invariance_failures"] == pytest.approx(0.5)  # tolerance 1 point on the 0-100 scale
+    assert not any(k.startswith("val_spearman") for k in logged)  # no rated rows: no Spearman, not a silent 0
+    logged.clear()
+    m._eval_rows = [{"kind": "human", "dataset": ds, "family": None, "pred": p, "target": t, "orig": None}
+                    for ds, preds in (("ranks", [0.1, 0.2, 0.3, 0.4]), ("flat", [0.5] * 4))
+                    for p, t in zip(preds, [0.0, 0.3, 0.6, 1.0], strict=True)]
+    m._log_eval("val")
+    assert logged["val_spearman/ranks"] == pytest.approx(1.0) and logged["val_spearman/flat"] == 0.0
+    assert logged["val_spearman"] == pytest.approx(0.5)  # a set scored constantly ranks nothing: 0 in the mean
 
 
 def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:

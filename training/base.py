@@ -26,8 +26,10 @@ Losses, per kind of training item (:class:`robusteval.training.data.Item`):
 switched by their weights.
 
 Validation / test log Spearman with the human targets per dataset (``val_spearman`` is the
-mean over datasets) and ``val_asr``: the share of held-out R− adversarial examples that the
-model scores at least as high as their originals (the beats-reference criterion),
+mean over datasets; a set the model scores constantly counts 0, a set with one rating is left
+out, and without rated rows no Spearman is logged) and ``val_asr``: the share of held-out R−
+adversarial examples that the model scores at least as high as their originals (the
+beats-reference criterion),
 ``val_invariance_failures`` on held-out R+ rewrites and, for self-supervised pairs,
 ``val_ssl_accuracy`` (negatives scored below their positive, overall and per negative kind).
 Checkpoints
@@ -211,10 +213,12 @@ class EvaluatorModule(pl.LightningModule):
         for ds, group in sorted(by_ds.items()):
             if len(group) > 2 and len({g["target"] for g in group}) > 1:
                 rho = float(spearmanr([g["pred"] for g in group], [g["target"] for g in group]).statistic)
+                # constant predictions rank nothing: 0, so a collapsed model never passes the round gate
                 rho = 0.0 if np.isnan(rho) else rho
                 rhos.append(rho)
                 self.log(f"{prefix}_spearman/{ds}", rho)
-        self.log(f"{prefix}_spearman", float(np.mean(rhos)) if rhos else 0.0, prog_bar=True)
+        if rhos:  # no rated rows (self-supervised pre-training): no Spearman at all, never a silent 0
+            self.log(f"{prefix}_spearman", float(np.mean(rhos)), prog_bar=True)
         from robusteval.attacks.criteria import Criteria
         from robusteval.stats import proportion
 

@@ -277,7 +277,10 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
             memo[key] = val_asr(kind, fitted.export, model_args, list(val_pool)[: spec.val_limit], attacks,
                                 folder / f"round_{k}" / "val_attacks", resume, budget, dataset, criteria)
         v = memo[key]
-        rho = float(fitted.val.get("val_spearman", 0.0))
+        if "val_spearman" not in fitted.val:
+            raise RobustevalError(f"round {k}: its validation split has no rated responses with two different "
+                                  "ratings in any set, so no validation Spearman: the gate cannot compare rounds")
+        rho = float(fitted.val["val_spearman"])
         sets = {key.split("/", 1)[1]: float(v) for key, v in fitted.val.items() if key.startswith("val_spearman/")}
         return {"round": k, "export": fitted.export, "init": fitted.init, "val_spearman": rho, "val_sets": sets,
                 "val_asr": v.get("asr"), "val_asr_detail": v,
