@@ -4,7 +4,8 @@ Well-rated (>= 4 of 5 overall) DailyDialog-Zhao replies, each in English and in 
 machine translations (response and context translated together), go through every detector
 with its *default* threshold (no thresholds file: what a user who calls ``guard(...)`` gets)
 and through the README's example guard (``nonalnum``, ``parse_triple``, ``gec``). Each cell is
-the share flagged with its 95 % Wilson interval (:func:`robusteval.stats.flag_rate`). A human
+the share flagged with its 95 % interval (:func:`robusteval.stats.flag_rate`; replies of one
+context resample together, since 2026-11-26: earlier tables used Wilson per reply). A human
 reply that a guard flags is a false positive; the target of issue 14 is <= 2 % per language.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/guard_languages.py [--limit 200]
@@ -69,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         flags = {n: d.flags(samples) for n, d in dets.items()}
         readme = np.any([flags[n] for n in guard], axis=0) if guard else np.zeros(len(samples), bool)
         every = np.any(list(flags.values()), axis=0)
-        cells = [pct(flag_rate(flags[n])) for n in names]
-        print(f"| {lang} | {len(samples)} | " + " | ".join(cells) + f" | {pct(flag_rate(readme))} | "
-              f"{pct(flag_rate(every))} |", flush=True)
+        keys = [s.conversation_key() for s in samples]  # a context's several well-rated replies: one cluster
+        cells = [pct(flag_rate(flags[n], keys)) for n in names]
+        print(f"| {lang} | {len(samples)} | " + " | ".join(cells) + f" | {pct(flag_rate(readme, keys))} | "
+              f"{pct(flag_rate(every, keys))} |", flush=True)
     abstained = {n: d.report()["fallbacks"] for n, d in dets.items() if d.report()["fallbacks"]}
     if abstained:
         print("\nabstentions and fallbacks (counted per sample):", abstained)

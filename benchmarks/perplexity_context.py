@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
           f"threshold at {args.fpr:.4%} of the calibration half")
     modes = ("none", "auto")
     results: dict[str, dict[str, str]] = {}
+    keys = [s.conversation_key() for s in heldout]  # replies of one context resample together
     for mode in modes:
         start = time.perf_counter()
         d = detectors.load("perplexity", context=mode)
@@ -85,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         worst = max(d.analyze(calibration), key=lambda r: r["perplexity"])["perplexity"]
         col = {"max clean ln ppl (calibration)": f"{math.log(worst):.2f}",
                "threshold": f"{t:.4f}" if t <= 1.0 else "never fires",
-               "held-out FPR": pct(flag_rate(clean >= t)),
-               "held-out FPR with the shipped default": pct(flag_rate(d.flags(heldout)))}
+               "held-out FPR": pct(flag_rate(clean >= t, keys)),
+               "held-out FPR with the shipped default": pct(flag_rate(d.flags(heldout), keys))}
         for rule, texts in adversarial.items():
             s = d.detect(texts) if texts else np.zeros(0)
             auc = roc(clean, s)["auc"]

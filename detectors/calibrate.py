@@ -125,16 +125,18 @@ def adversarial_samples(rows: Sequence[dict[str, Any]],
     return out
 
 
-def rates(flags: np.ndarray, groups: Sequence[str]) -> dict[str, dict[str, Any]]:
+def rates(flags: np.ndarray, groups: Sequence[str],
+          clusters: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     """Share flagged per group (flags: bool [n]), with its interval
-    (:func:`robusteval.stats.flag_rate`, the one FPR / detection-rate function)."""
+    (:func:`robusteval.stats.flag_rate`, the one FPR / detection-rate function), resampling
+    ``clusters`` (each text's conversation or document) where several texts share one."""
     from robusteval.stats import flag_rate
 
     flags = np.asarray(flags, dtype=bool)
     out: dict[str, dict[str, Any]] = {}
     for g in dict.fromkeys(groups):
         idx = [i for i, x in enumerate(groups) if x == g]
-        out[g] = flag_rate(flags[idx])
+        out[g] = flag_rate(flags[idx], [clusters[i] for i in idx] if clusters is not None else None)
     return out
 
 
@@ -146,6 +148,10 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
     attacks = [r["attack"] for r, _ in attacked]
     clean_samples = [s for group in clean.values() for s in group]
     clean_groups = [name for name, group in clean.items() for _ in group]
+    # what the intervals resample: a document's references, a context's replies and attack texts
+    # are not independent (each set's and each dataset's conversations apart)
+    clean_clusters = [f"{name}\x1f{s.conversation_key()}" for name, group in clean.items() for s in group]
+    adv_clusters = [f"{r.get('dataset') or ''}\x1f{s.conversation_key()}" for r, s in attacked]
     adv_flags: dict[str, np.ndarray] = {}
     clean_flags: dict[str, np.ndarray] = {}
     for d in detectors:
@@ -159,9 +165,9 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
     return {
         "thresholds": {d.name: d.threshold if d.threshold_source != "default" else "default (per task and language)"
                        for d in detectors},
-        "detection_by_family": {k: rates(v, families) for k, v in adv_flags.items()},
-        "detection_by_attack": {k: rates(v, attacks) for k, v in adv_flags.items()},
-        "false_positive_rate": {k: rates(v, clean_groups) for k, v in clean_flags.items()},
+        "detection_by_family": {k: rates(v, families, adv_clusters) for k, v in adv_flags.items()},
+        "detection_by_attack": {k: rates(v, attacks, adv_clusters) for k, v in adv_flags.items()},
+        "false_positive_rate": {k: rates(v, clean_groups, clean_clusters) for k, v in clean_flags.items()},
         "reports": [d.report() for d in detectors],
     }
 

@@ -204,6 +204,33 @@ def test_false_positives_count_each_text_against_its_own_threshold() -> None:
     assert (fpr["a"]["set"]["flagged"], fpr["a"]["set"]["n"]) == (2, 4)
     assert (fpr["b"]["set"]["flagged"], fpr["b"]["set"]["n"]) == (1, 4)
     assert (fpr["combined"]["set"]["flagged"], fpr["combined"]["pooled"]["n"]) == (3, 4)
+    assert fpr["a"]["set"]["ci_method"] == "wilson"  # no clusters given: every text its own
+
+
+def test_false_positive_intervals_resample_documents_not_texts() -> None:
+    """Several references of one document (replies of one context) are not independent: the
+    interval resamples the held-out set's conversations, and pooled sets keep theirs apart."""
+    from robusteval.compare.guarding import false_positive_rates
+    from robusteval.stats import flag_rate
+
+    class Det:
+        name = "a"
+
+    flags = np.array([True] * 6 + [False] * 54)
+    docs = [f"doc {i // 6} — 文档" for i in range(60)]  # 10 documents of 6 references: one fully flagged
+    clean = {"refs": {"a": (flags.astype(float), np.full(60, 0.5))},
+             "more": {"a": (np.zeros(60), np.full(60, 0.5))}}
+    fpr = false_positive_rates([Det()], clean, {"refs": docs, "more": docs})
+    got = fpr["a"]["refs"]
+    assert (got["flagged"], got["n"], got["ci_method"]) == (6, 60, "cluster-bootstrap")
+    assert got["ci"] == flag_rate(flags, docs)["ci"] and got["ci"][1] > flag_rate(flags)["ci"][1]
+    pooled = fpr["a"]["pooled"]
+    assert (pooled["flagged"], pooled["n"]) == (6, 120)
+    # the two sets' "doc 0" are two clusters: 20 in all
+    assert pooled["ci"] == flag_rate(np.concatenate([flags, np.zeros(60, bool)]),
+                                     [f"{s}/{d}" for s in ("refs", "more") for d in docs])["ci"]
+    with pytest.raises(ValueError, match="refs: 59 cluster keys for 60"):
+        false_positive_rates([Det()], clean, {"refs": docs[:59]})
 
 
 def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flags(tmp_path) -> None:

@@ -116,6 +116,25 @@ def test_calibrate_splits_the_target_and_evaluate_reports_rates(tmp_path) -> Non
     assert _counts(ev["false_positive_rate"]["combined"]["c"]) == {"n": 100, "flagged": 0, "rate": 0.0}
 
 
+def test_evaluate_intervals_resample_contexts_not_texts() -> None:
+    """Ten clean replies to each of ten contexts, one context's all flagged: the FPR interval is
+    the cluster bootstrap of those contexts (wider than ten independent replies' Wilson); the
+    counts are the same either way."""
+    from robusteval.detectors.calibrate import rates
+
+    from robusteval.stats import flag_rate
+
+    flags = np.array([True] * 10 + [False] * 90)
+    ctx = [f"سياق {i // 10}" for i in range(100)]
+    got = rates(flags, ["clean"] * 100, ctx)["clean"]
+    assert (got["flagged"], got["n"], got["ci_method"]) == (10, 100, "cluster-bootstrap")
+    assert got["ci"] == flag_rate(flags, ctx)["ci"] and got["ci"][1] > flag_rate(flags)["ci"][1]
+    clean = {"c": [Sample(id=f"c{i}", task="dialogue", context=(ctx[i],), response=f"x x réponse {i}" if i < 10
+                          else f"réponse {i}") for i in range(100)]}
+    ev = evaluate([HasX()], [], clean)
+    assert ev["false_positive_rate"]["has_x"]["c"]["ci"] == got["ci"]
+
+
 # -- shipped default thresholds per task and language (issue 14) -----------------------------------
 def _table(sig: str = "") -> dict[str, Any]:
     return {"dialogue/en": {"has_x": {"threshold": 0.3, "signature": sig}},

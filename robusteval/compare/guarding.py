@@ -57,27 +57,35 @@ SHIPPED_LABEL = "shipped default per task and language"
 
 
 Clean = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
+Clusters = dict[str, list[str]]
 
 
-def clean_suspicion(dets: Sequence[Any], cfg: CompareConfig, log: JsonlLog, data_dir: str | None) -> Clean:
+def clean_suspicion(dets: Sequence[Any], cfg: CompareConfig, log: JsonlLog,
+                    data_dir: str | None) -> tuple[Clean, Clusters]:
     """Per ``fpr_sets`` clean set and detector: the suspicion of each text of the set's held-out
     half and the threshold that applies to it (one number for calibrated thresholds; the shipped
-    defaults differ by the text's task and language)."""
+    defaults differ by the text's task and language); and per set each text's conversation
+    (:meth:`Sample.conversation_key`: a document's references, a context's replies), which the
+    false-positive intervals resample."""
     from robusteval.detectors.calibrate import detect_logged
     from robusteval.detectors.clean import load_clean
 
     result: Clean = {}
+    clusters: Clusters = {}
     for name in cfg.guard.fpr_sets:
         samples = load_clean(name, "heldout", data_dir or cfg.data_dir)
         result[name] = {d.name: (detect_logged(d, samples, log, desc=f"{d.name} on {name}"), d.thresholds(samples))
                         for d in dets}
-    return result
+        clusters[name] = [s.conversation_key() for s in samples]
+    return result, clusters
 
 
-def false_positive_rates(dets: Sequence[Any], clean: Clean) -> dict[str, Any]:
+def false_positive_rates(dets: Sequence[Any], clean: Clean, clusters: Clusters | None = None) -> dict[str, Any]:
     """Per detector and for the union (``combined``): flagged / n per clean set and pooled,
-    with intervals (:func:`robusteval.stats.flag_rate`); a text is flagged where its suspicion
-    reaches the threshold that applies to it."""
+    with intervals (:func:`robusteval.stats.flag_rate`, resampling each set's ``clusters`` --
+    several references of one document, several replies of one context are not independent --
+    and, pooled, each set's clusters apart); a text is flagged where its suspicion reaches the
+    threshold that applies to it."""
     from robusteval.stats import flag_rate
 
     out: dict[str, Any] = {}
@@ -85,15 +93,20 @@ def false_positive_rates(dets: Sequence[Any], clean: Clean) -> dict[str, Any]:
     for name in names:
         per: dict[str, Any] = {}
         pooled: list[bool] = []
+        pooled_keys: list[str] = []
         for set_name, by_det in clean.items():
             if name == "combined":
                 flags = np.any(np.stack([by_det[d.name][0] >= by_det[d.name][1] for d in dets]), axis=0)
             else:
                 susp, thr = by_det[name]
                 flags = susp >= thr
+            keys = (clusters or {}).get(set_name) or [f"{i}" for i in range(len(flags))]
+            if len(keys) != len(flags):
+                raise ValueError(f"{set_name}: {len(keys)} cluster keys for {len(flags)} clean texts")
             pooled += flags.tolist()
-            per[set_name] = flag_rate(flags)
-        per["pooled"] = flag_rate(pooled)
+            pooled_keys += [f"{set_name}\x1f{k}" for k in keys]
+            per[set_name] = flag_rate(flags, keys)
+        per["pooled"] = flag_rate(pooled, pooled_keys)
         out[name] = per
     return out
 

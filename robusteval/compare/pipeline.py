@@ -579,12 +579,12 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                                       shipped_thresholds=version(), split=SPLIT_SCHEME), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
-    clean = clean_suspicion(dets, cfg, glog, data_dir)
+    clean, clean_clusters = clean_suspicion(dets, cfg, glog, data_dir)
     per_detector, source = thresholds_source(dets, thresholds, out)
     guard: dict[str, Any] = {
         "detectors": [d.name for d in dets], "policy": cfg.guard.policy, "penalty": cfg.guard.penalty,
         "thresholds": per_detector, "thresholds_file": source,
-        "false_positive_rate": false_positive_rates(dets, clean), "roc": {}}
+        "false_positive_rate": false_positive_rates(dets, clean, clean_clusters), "roc": {}}
     pooled_clean = {d.name: np.concatenate([c[d.name][0] for c in clean.values()]) if clean else np.array([])
                     for d in dets}
     suites: dict[str, Any] = {}
