@@ -92,34 +92,44 @@ def main() -> int:
 
     # warm-up both (imports, WordNet, model threads) on a sample outside the timed set
     warm = select(data.load("dailydialog-zhao"), "best-per-context")[n:n + 1] or samples[:1]
-    ours = attacks.load("textfooler-pos", delta=DELTA, max_candidates=10_000)
+    ours = attacks.load("textfooler-pos", goal="score-move", delta=DELTA, max_candidates=10_000)
     ours.run(warm[0], CachedVictim(CountingMetric(metric)), budget=BUDGET)
     textattack_attack(CountingMetric(metric_ta), warm[0]).attack(warm[0].response, 0)
 
+    from textattack.attack_results import SkippedAttackResult
+
+    from robusteval.attacks.base import COUNTED_OUTCOMES
+    from robusteval.stats import pct, proportion
+
     ours_metric = CountingMetric(metric)
     t = time.perf_counter()
-    ours_success = 0
+    ours_verdicts: list[bool] = []  # attacked samples only: a sample with no word to swap is not attacked
     for s in samples:
         r = ours.run(s, CachedVictim(ours_metric), budget=BUDGET)
-        ours_success += bool(r.meta.get("goal_reached"))
+        if r.outcome in COUNTED_OUTCOMES:
+            ours_verdicts.append(bool(r.meta.get("goal_reached")))
     ours_time = time.perf_counter() - t
 
     ta_metric = CountingMetric(metric_ta)
     t = time.perf_counter()
-    ta_success, ta_queries = 0, 0
+    ta_verdicts: list[bool] = []
+    ta_queries = 0
     for s in samples:
         result = textattack_attack(ta_metric, s).attack(s.response, 0)
-        ta_success += isinstance(result, SuccessfulAttackResult)
+        if not isinstance(result, SkippedAttackResult):  # TextAttack's "goal met before any change"
+            ta_verdicts.append(isinstance(result, SuccessfulAttackResult))
         ta_queries += result.perturbed_result.num_queries
     ta_time = time.perf_counter() - t
 
-    print(f"TextFooler-style R+ attack, goal: BERTScore drop >= {DELTA:g}, budget {BUDGET}, {n} samples\n")
-    print("| implementation | ASR (%) | victim texts scored | queries it reports | time (s) |")
+    print(f"TextFooler-style R+ attack, goal: BERTScore drop >= {DELTA:g}, budget {BUDGET}, "
+          f"{len(samples)} samples (of {n} asked)\n")
+    print("| implementation | ASR % [95% CI] (fooled/attacked) | victim texts scored | queries it reports | time (s) |")
     print("|---|---|---|---|---|")
-    print(f"| robusteval textfooler-pos | {100 * ours_success / n:.1f} | {ours_metric.texts} | "
-          f"{ours_metric.texts} | {ours_time:.1f} |")
-    print(f"| TextAttack (same components) | {100 * ta_success / n:.1f} | {ta_metric.texts} | {ta_queries} | "
-          f"{ta_time:.1f} |")
+    for label, verdicts, texts, queries, secs in (
+            ("robusteval textfooler-pos", ours_verdicts, ours_metric.texts, ours_metric.texts, ours_time),
+            ("TextAttack (same components)", ta_verdicts, ta_metric.texts, ta_queries, ta_time)):
+        print(f"| {label} | {pct(proportion(verdicts))} ({sum(verdicts)}/{len(verdicts)}) | {texts} | {queries} | "
+              f"{secs:.1f} |")
     print(f"\nreal-call ratio TextAttack / robusteval: {ta_metric.texts / max(ours_metric.texts, 1):.2f}")
     return 0
 
