@@ -148,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| plain | {fmt_r(spearman['plain'])} | | | | |")
         for spec in args.perturbations:
             r = spearman[spec]["spearman"]["r"]
-            fr = [certified_fraction(certified[spec], k) for k in (1, 2, 3)]
-            print(f"| {spec} | {fmt_r(spearman[spec])} | {r - base_r:+.3f} | "
+            keys = [s.conversation_key() for s in attacked]
+            fr = [certified_fraction(certified[spec], k, keys) for k in (1, 2, 3)]
+            change = "n/a" if r is None or base_r is None else f"{r - base_r:+.3f}"
+            print(f"| {spec} | {fmt_r(spearman[spec])} | {change} | "
                   + " | ".join(f"{pct(f)} ({f['certified']}/{f['n']})" for f in fr) + " |")
         if args.timing == "yes":
             print_timing(victim, args, rated, everything[-2:])

@@ -241,6 +241,10 @@ def test_smoothing_composes_with_a_guard_and_a_checkpoint(tiny_bert, tmp_path) -
 
 
 def test_certified_fraction_counts_radii_at_or_above() -> None:
+    clustered = certified_fraction([3, 3, 3, 0, 0, 0], 2, ["对话 a"] * 3 + ["حوار b"] * 3)
+    assert (clustered["certified"], clustered["n"], clustered["ci_method"]) == (3, 6, "cluster-bootstrap")
+    lone = certified_fraction([3, 3, 3, 0, 0, 0], 2)["ci"]
+    assert clustered["ci"][1] - clustered["ci"][0] > lone[1] - lone[0]  # two conversations, not six samples
     got = certified_fraction([-1, 0, 1, 2, 3, 3], 2)
     assert (got["certified"], got["n"]) == (3, 6) and got["rate"] == pytest.approx(0.5)
     lo, hi = got["ci"]

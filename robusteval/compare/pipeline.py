@@ -441,7 +441,8 @@ def certified(metric: Any, samples: Sequence[Sample], cfg: CompareConfig) -> dic
         return {"tolerance": spec.tolerance, "note": f"the {spec.perturbation} perturbation has no certificate"}
     radii = metric.certified_radius(samples, spec.tolerance, max_radius=max(spec.radii, default=0))
     return {"tolerance": spec.tolerance, "alpha": spec.alpha, "covers": metric.perturbation.certifies,
-            "radius": {str(r): certified_fraction(radii, r) for r in spec.radii}}
+            "radius": {str(r): certified_fraction(radii, r, [s.conversation_key() for s in samples])
+                       for r in spec.radii}}
 
 
 def transfer_vs_adaptive(transfer: list[dict[str, Any]], adaptive: list[dict[str, Any]]) -> dict[str, Any]:

@@ -232,13 +232,15 @@ class SmoothedMetric(Metric):
                               "samples_scored": self.samples_scored, "draws_scored": self.draws_scored}}
 
 
-def certified_fraction(radii: Sequence[int], radius: int) -> dict[str, Any]:
+def certified_fraction(radii: Sequence[int], radius: int,
+                       clusters: Sequence[str] | None = None) -> dict[str, Any]:
     """The share of samples whose certified radius (:meth:`SmoothedMetric.certified_radius`) is
     at least ``radius``: ``{certified, n, rate, ci, ci_method}`` -- the one function behind every
-    certified fraction robusteval reports."""
+    certified fraction robusteval reports. ``clusters`` (each sample's conversation) make the
+    interval resample conversations where several samples share one, as the ASR beside it does."""
     from robusteval.stats import proportion
 
-    return proportion([int(r) >= radius for r in radii], names=("certified", "rate"))
+    return proportion([int(r) >= radius for r in radii], clusters, names=("certified", "rate"))
 
 
 def _rebuild_smoothed(metric: Any, perturbation: str, n: int, seed: int, alpha: float,
