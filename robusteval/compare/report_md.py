@@ -69,8 +69,10 @@ HEADLINE = ["suite", "victim", "variant", "R- ASR % [95% CI] (fooled/attacked)",
 def detector_warnings(report: dict[str, Any]) -> list[str]:
     """One sentence per detector that ranks attacked text below clean text (AUC < 0.5)."""
     return [f"{w['detector']} ranks the {w['suite']} suite's attacked texts below clean text (ROC AUC "
-            f"{w['auc']:.3f}, {w['n_adversarial']} attacked vs {w['n_clean']} clean): it cannot catch these "
-            "attacks at any threshold, only add false positives" for w in inverted_detectors(report)]
+            f"{w['auc']:.3f}, {w['n_adversarial']} attacked vs {w['n_clean']} clean): a random attacked text "
+            "scores below a random clean one more often than not, so its flags on these attacks cost more "
+            "clean text than they catch on the whole (see its ROC for single thresholds)"
+            for w in inverted_detectors(report)]
 
 
 def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

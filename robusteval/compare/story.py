@@ -196,8 +196,9 @@ def stories(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> list[
 
 def inverted_detectors(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Detectors whose suspicion ranks the suite's R- adversarial texts *below* held-out clean
-    text (ROC AUC < 0.5, :func:`robusteval.compare.guarding.roc`): they catch fewer attacked
-    texts than clean ones at any threshold."""
+    text (ROC AUC < 0.5, :func:`robusteval.compare.guarding.roc`): a random attacked text
+    scores below a random clean one more often than not (which is not "at every threshold": the
+    curve can cross the diagonal)."""
     out = []
     for suite, per in (report.get("guard") or {}).get("roc", {}).items():
         for det, r in per.items():
