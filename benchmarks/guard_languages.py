@@ -38,7 +38,8 @@ def replies(good: list[Sample], language: str) -> list[Sample]:
         tr = s.meta["translations"][language]
         turns = tuple(t for t in tr["context"].split("\n") if t.strip()) or s.context
         out.append(Sample(id=f"{s.id}/{language}", task="dialogue", response=tr["response"], context=turns,
-                          reference=None, meta={"language_name": language}))
+                          reference=None, meta={"language_name": language,
+                                                "conversation": s.conversation_key()}))  # the English dialogue's
     return out
 
 

@@ -294,17 +294,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def refuse_other_split(path: Path, args: argparse.Namespace) -> None:
-    """Runs of parts of the benchmark add to one summary.json; with ``--split test`` they must share
-    the split scheme (:data:`SPLIT_SCHEME`). A summary written before the scheme was recorded split
-    by exact context (before 2026-11-26): refused, before any work, rather than mixed."""
-    if args.split != "test" or not path.is_file():
+    """Runs of parts of the benchmark add to one summary.json, so they must pick their contexts
+    alike: the same ``--split`` (first contexts, or a split's test contexts) and, for ``test``, the
+    same split scheme (:data:`SPLIT_SCHEME`). A summary that records no scheme was written by code
+    before 5807d5b, whose scheme is unknown here (exact context before 47adb2f, conversation after).
+    Refused before any work, rather than mixed."""
+    if not path.is_file():
         return
     old = json.loads(path.read_text(encoding="utf-8"))
-    if (old.get("args") or {}).get("split") != "test":
+    split = (old.get("args") or {}).get("split", "first")
+    if split != args.split:
+        raise SystemExit(f"{path} holds results of --split {split}; this run is --split {args.split}: the two "
+                         "do not add up. Use another --out-dir.")
+    if args.split != "test":
         return
-    scheme = old.get("split_scheme", "context")
+    scheme = old.get("split_scheme")
     if scheme != SPLIT_SCHEME:
-        raise SystemExit(f"{path} holds results of test contexts split by {scheme!r}; this code splits by "
+        said = repr(scheme) if scheme else "a scheme it did not record (code before 5807d5b)"
+        raise SystemExit(f"{path} holds results of test contexts split by {said}; this code splits by "
                          f"{SPLIT_SCHEME!r}: the two do not add up. Use another --out-dir.")
 
 

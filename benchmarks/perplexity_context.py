@@ -7,7 +7,7 @@ this script reads the well-rated (>= 4) DailyDialog-Zhao replies of one language
 * the calibration half (:func:`robusteval.detectors.clean.in_heldout` is False) fixes a
   threshold at the detector's share of the shipped 1 % budget (``--fpr``, default 1 % / 9);
 * the held-out half is the clean side: its flag rate at that threshold is the false-positive
-  rate, with a Wilson interval;
+  rate, with an interval that resamples conversations (a context's replies together);
 * every static dialogue-rule attack (Vasselli & Watanabe, Table 2) applied to the held-out
   replies is the attacked side: its ROC AUC against the held-out clean replies and its
   detection at the threshold.
@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             s = d.detect(texts) if texts else np.zeros(0)
             auc = roc(clean, s)["auc"]
             shipped = d.flags(texts) if texts else np.zeros(0, bool)
+            own = [x.conversation_key() for x in texts]
             col[f"{rule} (n={len(texts)}): AUC / detected / with the shipped default"] = (
-                f"{auc:.2f} / {pct(flag_rate(s >= t))} / {pct(flag_rate(shipped))}" if auc is not None else "n/a")
+                f"{auc:.2f} / {pct(flag_rate(s >= t, own))} / {pct(flag_rate(shipped, own))}"
+                if auc is not None else "n/a")
         results[mode] = col
         print(f"[context={mode}] scored in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     print("\n| | context=none (v1) | context=auto (v2) |\n|---|---|---|")

@@ -12,7 +12,8 @@ default symmetric classes and ``mask:0.9``). On the first ``--limit`` DailyDialo
 * validity: Spearman with the human overall rating on the first ``--spearman-limit`` rated
   DailyDialog-Zhao replies, with the context-bootstrap interval;
 * certified fraction: the share of attacked contexts whose certified radius at
-  ``--tolerance`` points is at least 1, 2, 3 (``certified_fraction``), Wilson intervals;
+  ``--tolerance`` points is at least 1, 2, 3 (``certified_fraction``), with Wilson intervals,
+  or a bootstrap over conversations where several contexts share one;
 * time: smoothed / plain scoring time on the same replies for n = 16, 32, 64, fresh metric
   objects with empty caches on both sides, median of 3 alternating repeats.
 

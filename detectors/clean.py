@@ -77,7 +77,10 @@ def _dailydialog_good_in(language: str, data_dir: Path | None) -> list[Sample]:
             raise UnknownNameError(f"no {language!r} translation in DailyDialog-Zhao (known: {known})")
         turns = tuple(t for t in tr["context"].split("\n") if t.strip()) or s.context
         out.append(Sample(id=f"{s.id}/{language}", task="dialogue", response=tr["response"], context=turns,
-                          meta={"dataset": "dailydialog-zhao", "translation": language, "clean": "rated >= 4"}))
+                          # the English dialogue's conversation: translations are made row by row,
+                          # so their own contexts would not join one dialogue's rated turns
+                          meta={"dataset": "dailydialog-zhao", "translation": language, "clean": "rated >= 4",
+                                "conversation": s.conversation_key()}))
     return out
 
 

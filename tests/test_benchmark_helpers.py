@@ -256,13 +256,19 @@ def test_judge_attacks_refuses_to_add_to_a_summary_of_another_split(tmp_path) ->
     test_args = argparse.Namespace(split="test")
     ja.refuse_other_split(path, test_args)  # no summary yet
     path.write_text(json.dumps({"args": {"split": "test"}, "asr": {}}), encoding="utf-8")  # before the scheme
-    with pytest.raises(SystemExit, match="split by 'context'"):
+    with pytest.raises(SystemExit, match="did not record"):
         ja.refuse_other_split(path, test_args)
-    ja.refuse_other_split(path, argparse.Namespace(split="first"))  # the first contexts: no split involved
+    with pytest.raises(SystemExit, match="--split test; this run is --split first"):
+        ja.refuse_other_split(path, argparse.Namespace(split="first"))  # other contexts altogether
+    path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "context"}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="split by 'context'; this code splits by 'conversation'"):
+        ja.refuse_other_split(path, test_args)
     path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "conversation"}), encoding="utf-8")
-    ja.refuse_other_split(path, test_args)
+    ja.refuse_other_split(path, test_args)  # the same split: parts add up
     path.write_text(json.dumps({"args": {"split": "first"}}), encoding="utf-8")
-    ja.refuse_other_split(path, test_args)
+    ja.refuse_other_split(path, argparse.Namespace(split="first"))
+    with pytest.raises(SystemExit, match="--split first; this run is --split test"):
+        ja.refuse_other_split(path, test_args)
 
 
 def test_judge_attacks_plain_phrase_is_none_when_the_phrase_family_did_not_run(tmp_path) -> None:

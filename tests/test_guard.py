@@ -291,6 +291,8 @@ def test_translated_clean_sets_keep_ids_apart_and_name_unknown_languages(data_di
     hi = load_clean("dailydialog-good:hindi", "heldout", data_dir)
     assert len(fr) == len(en) and fr[0].id == f"{en[0].id}/french" and fr[0].response != en[0].response
     assert 0 < len(hi) < len(en) and all(s.id.endswith("/hindi") for s in hi)
+    # a translation is resampled with its English dialogue: the same conversations, not one per translated context
+    assert [s.conversation_key() for s in fr] == [s.conversation_key() for s in en]
     with pytest.raises(UnknownNameError, match="klingon"):
         load_clean("dailydialog-good:klingon", "all", data_dir)
     with pytest.raises(UnknownNameError, match="unknown clean set"):

@@ -256,11 +256,13 @@ def intro(report: dict[str, Any]) -> str:
 
 
 def split_sentence(report: dict[str, Any]) -> str:
-    """How the run split its data: reports before 2026-11-26 record none (they split by exact context)."""
+    """How the run split its data. Reports of code before 5807d5b record none: up to 47adb2f
+    (2026-11-26) splits hashed each exact context, from it on they kept conversations together."""
     scheme = report.get("split")
     if scheme is None:
-        return (" This report records no split scheme: it was made before 2026-11-26, when train / val / test "
-                "splits hashed each exact dialogue context (a held-out turn could sit in a train window).")
+        return (" This report records no split scheme: its code predates 5807d5b. Code before 47adb2f "
+                "(2026-11-26) split train / val / test by exact dialogue context (a held-out turn could sit "
+                "in a train window), later code by conversation; `provenance.git_commit` says which.")
     return (f" Train / validation / test splits and every interval's resampling keep whole {scheme}s together.")
 
 
