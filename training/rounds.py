@@ -272,14 +272,15 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
     memo = reuse if reuse is not None else {}
 
     def measured(k: int, fitted: Fitted) -> dict[str, Any]:
+        if "val_spearman" not in fitted.val:  # before the validation attacks: refused without spending them
+            raise RobustevalError(f"round {k}: no validation Spearman (no set of its validation split has more "
+                                  "than two rated responses with two different ratings): the gate cannot compare "
+                                  "rounds")
         key = f"val|{fitted.export}|{spec.val_limit}"
         if key not in memo:
             memo[key] = val_asr(kind, fitted.export, model_args, list(val_pool)[: spec.val_limit], attacks,
                                 folder / f"round_{k}" / "val_attacks", resume, budget, dataset, criteria)
         v = memo[key]
-        if "val_spearman" not in fitted.val:
-            raise RobustevalError(f"round {k}: its validation split has no rated responses with two different "
-                                  "ratings in any set, so no validation Spearman: the gate cannot compare rounds")
         rho = float(fitted.val["val_spearman"])
         sets = {key.split("/", 1)[1]: float(v) for key, v in fitted.val.items() if key.startswith("val_spearman/")}
         return {"round": k, "export": fitted.export, "init": fitted.init, "val_spearman": rho, "val_sets": sets,
