@@ -103,32 +103,36 @@ def main() -> int:
 
     ours_metric = CountingMetric(metric)
     t = time.perf_counter()
-    ours_verdicts: list[bool] = []  # attacked samples only: a sample with no word to swap is not attacked
+    ours_verdicts: list[bool | None] = []  # None: not attacked (no word the constraints allow to change)
     for s in samples:
         r = ours.run(s, CachedVictim(ours_metric), budget=BUDGET)
-        if r.outcome in COUNTED_OUTCOMES:
-            ours_verdicts.append(bool(r.meta.get("goal_reached")))
+        ours_verdicts.append(bool(r.meta.get("goal_reached")) if r.outcome in COUNTED_OUTCOMES else None)
     ours_time = time.perf_counter() - t
 
     ta_metric = CountingMetric(metric_ta)
     t = time.perf_counter()
-    ta_verdicts: list[bool] = []
+    ta_verdicts: list[bool | None] = []  # None: TextAttack's skipped result
     ta_queries = 0
     for s in samples:
         result = textattack_attack(ta_metric, s).attack(s.response, 0)
-        if not isinstance(result, SkippedAttackResult):  # TextAttack's "goal met before any change"
-            ta_verdicts.append(isinstance(result, SuccessfulAttackResult))
+        ta_verdicts.append(None if isinstance(result, SkippedAttackResult)
+                           else isinstance(result, SuccessfulAttackResult))
         ta_queries += result.perturbed_result.num_queries
     ta_time = time.perf_counter() - t
 
+    # one denominator for both: the samples both attacked (TextAttack counts a sample with no
+    # word to change as a failed attack; robusteval does not attack it)
+    both = [i for i in range(len(samples)) if ours_verdicts[i] is not None and ta_verdicts[i] is not None]
     print(f"TextFooler-style R+ attack, goal: BERTScore drop >= {DELTA:g}, budget {BUDGET}, "
-          f"{len(samples)} samples (of {n} asked)\n")
+          f"{len(samples)} samples (of {n} asked); ASR over the {len(both)} both attacked "
+          f"(not attacked: robusteval {ours_verdicts.count(None)}, TextAttack {ta_verdicts.count(None)})\n")
     print("| implementation | ASR % [95% CI] (fooled/attacked) | victim texts scored | queries it reports | time (s) |")
     print("|---|---|---|---|---|")
     for label, verdicts, texts, queries, secs in (
             ("robusteval textfooler-pos", ours_verdicts, ours_metric.texts, ours_metric.texts, ours_time),
             ("TextAttack (same components)", ta_verdicts, ta_metric.texts, ta_queries, ta_time)):
-        print(f"| {label} | {pct(proportion(verdicts))} ({sum(verdicts)}/{len(verdicts)}) | {texts} | {queries} | "
+        common = [bool(verdicts[i]) for i in both]
+        print(f"| {label} | {pct(proportion(common))} ({sum(common)}/{len(common)}) | {texts} | {queries} | "
               f"{secs:.1f} |")
     print(f"\nreal-call ratio TextAttack / robusteval: {ta_metric.texts / max(ours_metric.texts, 1):.2f}")
     return 0
