@@ -230,7 +230,8 @@ def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypa
     # 40 conversations, each rated at three growing contexts: the two schemes split them differently
     raw = [Sample(id=f"c{i}/{k}", task="dialogue", context=tuple(f"ход {i}.{j} / دور {j}" for j in range(1, 2 * k + 2)),
                   response=f"réponse {i} {k} 回答",
-                  human=dict.fromkeys(("overall", "coherence", "maintains_context"), float((i + k) % 5 + 1)))
+                  human={} if (i + k) % 7 == 0 else  # an unrated reply: in the split, not in n
+                  dict.fromkeys(("overall", "coherence", "maintains_context"), float((i + k) % 5 + 1)))
            for i in range(40) for k in range(3)]
     marked = mark_conversations(raw)
     monkeypatch.setattr(be.data, "load", lambda name: marked)
@@ -246,7 +247,8 @@ def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypa
         table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| test split |" in line]
         counts[scheme] = [int(r[2]) for r in table]
         names = [spec.split(":")[0] for spec in be.IN_DOMAIN]
-        assert counts[scheme] == [sum(split_of(n, s, 0.1, 0.2, 0) == "test" for s in rows) for n in names]
+        assert counts[scheme] == [sum(split_of(n, s, 0.1, 0.2, 0) == "test" and bool(s.human) for s in rows)
+                                  for n in names]
     assert counts["conversation"] != counts["context"]
 
 
