@@ -27,9 +27,9 @@ switched by their weights.
 
 Validation / test log Spearman with the human targets per dataset (``val_spearman`` is the
 mean over datasets; a set the model scores constantly counts 0, a set with one rating or at
-most two rows is left out, and without such sets no Spearman is logged) and ``val_asr``: the share of held-out R−
-adversarial examples that the model scores at least as high as their originals (the
-beats-reference criterion),
+most two rows is left out, and without such sets no Spearman is logged) and ``val_asr``: the
+share of held-out R− adversarial examples that the model scores at least as high as their
+originals (the beats-reference criterion),
 ``val_invariance_failures`` on held-out R+ rewrites and, for self-supervised pairs,
 ``val_ssl_accuracy`` (negatives scored below their positive, overall and per negative kind).
 Checkpoints
