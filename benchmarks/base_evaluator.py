@@ -1,9 +1,10 @@
 """Is the base evaluator worth hardening? Spearman (95 % context-bootstrap interval) of a trained
 cross-encoder export and of BERTScore against the dialogue context, on the *test split* of every
 in-domain rated set (split by conversation exactly as training split it; ``--split-by context``
-for an export trained before 2026-11-26, when splits hashed the exact context) and on every zero-shot set,
-each with the set's own rated aspect. The issue-13 targets: mean in-domain test Spearman >= 0.35
-over DailyDialog-Zhao and PersonaChat-Zhao, and at least BERTScore's on every set.
+for an export trained by code before 47adb2f (2026-11-26), when splits hashed the exact
+context) and on every zero-shot set, each with the set's own rated aspect. The issue-13
+targets: mean in-domain test Spearman >= 0.35 over DailyDialog-Zhao and PersonaChat-Zhao, and
+at least BERTScore's on every set.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/base_evaluator.py \\
         runs/compare-dialogue/dailydialog/MiniLM-cross-encoder/training/base/finetune/export

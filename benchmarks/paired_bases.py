@@ -73,7 +73,7 @@ def rows_of(path: Path, which: str) -> tuple[list[ResultRow], str]:
 def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_fraction: float = 0.2,
               data_dir: str | None = None, split_by: str = "conversation") -> list[ResultRow]:
     """The rows whose sample lies in the test split of ``seed``, split as training splits
-    (``split_by="conversation"``), or by the exact context as every run before 2026-11-26 was."""
+    (``split_by="conversation"``), or by the exact context as every run of code before 47adb2f (2026-11-26) was."""
     from robusteval.training.data import split_of
 
     from robusteval import data

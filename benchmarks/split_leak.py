@@ -5,7 +5,7 @@ pre-training positive holds right after its own preceding turns
 (:func:`robusteval.training.ssl.learned_replies`): among every positive the train contexts give,
 and among the positives pre-training actually draws with the harden configs' ``pretrain.limit``
 (600 per set, :func:`robusteval.training.data.ssl_positives`); split by the exact context, as
-every run before 2026-11-26 was, and by conversation, as now.
+every run of code before 47adb2f (2026-11-26) was, and by conversation, as now.
 
 Part 2, for each export given (``SEED=EXPORT``, trained on the old split with the limit): its
 Spearman on the ConTurE-turn test split of that seed, on all rows, on the rows whose reply it

@@ -103,5 +103,6 @@ def mark_conversations(samples: Sequence[Sample]) -> list[Sample]:
 
 def unmarked(samples: Sequence[Sample]) -> list[Sample]:
     """``samples`` without the conversation mark: keyed, split and resampled by their exact
-    context, as every run before 2026-11-26 split them (to reproduce an old run's test split)."""
+    context, as every run of code before 47adb2f (2026-11-26) split them (to reproduce an old
+    run's test split)."""
     return [replace(s, meta={k: v for k, v in s.meta.items() if k != KEY}) if KEY in s.meta else s for s in samples]
