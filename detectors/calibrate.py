@@ -143,6 +143,8 @@ def rates(flags: np.ndarray, groups: Sequence[str],
 def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, Any], Sample]],
              clean: dict[str, list[Sample]], log: Any = None) -> dict[str, Any]:
     """Detection rates per family / attack and FPR per clean set, per detector and combined."""
+    from robusteval.stats import scoped
+
     adv = [s for _, s in attacked]
     families = [f"{r['family']} ({r['direction']})" for r, _ in attacked]
     attacks = [r["attack"] for r, _ in attacked]
@@ -150,8 +152,8 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
     clean_groups = [name for name, group in clean.items() for _ in group]
     # what the intervals resample: a document's references, a context's replies and attack texts
     # are not independent (each set's and each dataset's conversations apart)
-    clean_clusters = [f"{name}\x1f{s.conversation_key()}" for name, group in clean.items() for s in group]
-    adv_clusters = [f"{r.get('dataset') or ''}\x1f{s.conversation_key()}" for r, s in attacked]
+    clean_clusters = [scoped(name, s.conversation_key()) for name, group in clean.items() for s in group]
+    adv_clusters = [scoped(r.get("dataset"), s.conversation_key()) for r, s in attacked]
     adv_flags: dict[str, np.ndarray] = {}
     clean_flags: dict[str, np.ndarray] = {}
     for d in detectors:

@@ -25,7 +25,7 @@ import numpy as np
 
 from robusteval.attacks.base import COUNTED_OUTCOMES, ResultRow
 from robusteval.attacks.criteria import CRITERIA, PRIMARY
-from robusteval.stats import mean_ci, proportion
+from robusteval.stats import mean_ci, proportion, scoped
 
 ASR_NAMES = ("successes", "asr")
 
@@ -97,7 +97,7 @@ def cluster_of(row: ResultRow) -> str:
     """What an interval resamples a row with: its conversation (``context_id``, else the sample),
     within its dataset: two sets' conversations that share an opener ("Hello") or ids ("1") are
     not one cluster when their rows are pooled."""
-    return f"{row.dataset or ''}\x1f{row.context_id or row.sample_id}"
+    return scoped(row.dataset, row.context_id or row.sample_id)
 
 
 def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, Any]:

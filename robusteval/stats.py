@@ -118,6 +118,13 @@ def mean_ci(values: Sequence[float], clusters: Sequence[Hashable] | None = None,
             "ci_method": "cluster-bootstrap" if len(set(labels)) < n else "bootstrap"}
 
 
+def scoped(scope: str | None, key: str) -> str:
+    """A cluster key within its set or dataset: rows pooled over several sets never share a
+    cluster because two sets happen to use the same conversation key ("Hello", id "1"). The one
+    spelling of that scope, used by every pooled rate."""
+    return f"{scope or ''}\x1f{key}"
+
+
 def flag_rate(flags: Sequence[bool] | np.ndarray, clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:
     """A false-positive (clean text) or detection (attacked text) rate: flagged / n with its
     interval. The one function behind every FPR and detection rate robusteval reports."""

@@ -86,7 +86,7 @@ def false_positive_rates(dets: Sequence[Any], clean: Clean, clusters: Clusters |
     several references of one document, several replies of one context are not independent --
     and, pooled, each set's clusters apart); a text is flagged where its suspicion reaches the
     threshold that applies to it."""
-    from robusteval.stats import flag_rate
+    from robusteval.stats import flag_rate, scoped
 
     out: dict[str, Any] = {}
     names = [d.name for d in dets] + ["combined"]
@@ -104,7 +104,7 @@ def false_positive_rates(dets: Sequence[Any], clean: Clean, clusters: Clusters |
             if len(keys) != len(flags):
                 raise ValueError(f"{set_name}: {len(keys)} cluster keys for {len(flags)} clean texts")
             pooled += flags.tolist()
-            pooled_keys += [f"{set_name}\x1f{k}" for k in keys]
+            pooled_keys += [scoped(set_name, k) for k in keys]
             per[set_name] = flag_rate(flags, keys)
         per["pooled"] = flag_rate(pooled, pooled_keys)
         out[name] = per
