@@ -4,7 +4,9 @@ in-domain rated set (split by conversation exactly as training split it; ``--spl
 for an export trained by code before 47adb2f (2026-11-26), when splits hashed the exact
 context) and on every zero-shot set, each with the set's own rated aspect. The issue-13
 targets: mean in-domain test Spearman >= 0.35 over DailyDialog-Zhao and PersonaChat-Zhao, and
-at least BERTScore's on every set.
+at least BERTScore's on every set. The learned - BERTScore column is the paired difference of
+the two Spearmans on the same replies (both resampled by the same conversations): a "no" whose
+interval lies below 0 is clearly below BERTScore, the others may be chance.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/base_evaluator.py \\
         runs/compare-dialogue/dailydialog/MiniLM-cross-encoder/training/base/finetune/export
@@ -22,7 +24,7 @@ from robusteval.training.data import parse_spec, split_of
 
 from robusteval import data, metrics
 from robusteval.data.conversations import unmarked
-from robusteval.metaeval import metaevaluate
+from robusteval.metaeval import fmt_change, metaevaluate, metaevaluate_change
 
 IN_DOMAIN = ["dailydialog-zhao", "persona-zhao", "dailydialog-gupta", "conture-turn", "persona-usr:maintains_context"]
 ZERO_SHOT = ["usr-topicalchat", "fed-turn", "dailydialog-grade:coherence", "convai2-grade:coherence",
@@ -52,17 +54,21 @@ def main(argv: list[str] | None = None) -> int:
             if role == "test split":
                 samples = [s for s in samples
                            if split_of(name, s, args.val_fraction, args.test_fraction, args.seed) == "test"]
-            r, ns = {}, set()
+            r, ns, scores = {}, set(), {}
             for label, metric in (("learned", learned), ("bertscore", bert)):
-                entry = metaevaluate(samples, metric.score(samples), aspects=[aspect], n_boot=args.n_boot,
+                scores[label] = metric.score(samples)
+                entry = metaevaluate(samples, scores[label], aspects=[aspect], n_boot=args.n_boot,
                                      seed=args.seed)[aspect]
                 r[label] = entry["spearman"]
                 ns.add(entry["n"])  # the rated replies correlated, not every loaded row
+            # learned - BERTScore on the same replies, both resampled by the same conversations
+            r["difference"] = metaevaluate_change(samples, scores["bertscore"], scores["learned"], aspect,
+                                                  args.n_boot, args.seed)
             rows.append((name, role, "/".join(str(n) for n in sorted(ns)), aspect, r))
     print(f"export: {args.export}")
     print("| set | split | n | aspect | learned Spearman [95% CI] | BERTScore vs context [95% CI] "
-          "| learned >= BERTScore |")
-    print("|---|---|---|---|---|---|---|")
+          "| learned - BERTScore [paired 95% CI] | learned >= BERTScore |")
+    print("|---|---|---|---|---|---|---|---|")
     def fmt(e: dict) -> str:
         return "n/a" if e["r"] is None else f"{e['r']:.3f} [{e['ci95'][0]:.2f}, {e['ci95'][1]:.2f}]"
 
@@ -70,9 +76,14 @@ def main(argv: list[str] | None = None) -> int:
         a, b = r["learned"]["r"], r["bertscore"]["r"]
         return a is not None and b is not None and a >= b
 
+    def verdict(r: dict) -> str:
+        """yes / **no** on the points; a "no" whose paired interval lies below 0 is clearly below."""
+        ci = r["difference"].get("ci")
+        return "yes" if beats(r) else "**no** (clearly)" if ci and ci[1] < 0 else "**no** (within the interval)"
+
     for name, role, n, aspect, r in rows:
         print(f"| {name} | {role} | {n} | {aspect} | {fmt(r['learned'])} | {fmt(r['bertscore'])} "
-              f"| {'yes' if beats(r) else '**no**'} |")
+              f"| {fmt_change(r['difference'])} | {verdict(r)} |")
     target = [r["learned"]["r"] for name, role, _, _, r in rows if role == "test split" and name in TARGET_SETS]
     print(f"mean in-domain test Spearman (DailyDialog-Zhao, PersonaChat-Zhao): {np.mean(target):.3f} "
           "(target >= 0.35)")

@@ -41,7 +41,8 @@ not rerun against them; the texts they found against ``plain`` are re-scored ins
 
 Validity: Spearman of each variant with the human ratings on the first ``--corr-limit`` rated
 replies of SummEval (relevance, coherence, consistency, fluency: the mean of the four) and USR
-Topical-Chat (overall), context-bootstrap intervals. With ``--split test``, a set the §11
+Topical-Chat (overall), context-bootstrap intervals; each variant's change from plain has a
+paired interval (both sides resampled by the same conversations). With ``--split test``, a set the §11
 cross-encoder trained on (``TRAINED_ON``) gives its test split's rated replies only.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/judge_attacks.py --out-dir runs/judge-attacks \\
@@ -67,7 +68,7 @@ from robusteval.attacks.judge import TransferredPhrase
 from robusteval.attacks.runner import read_results, run_attacks
 from robusteval.compare.replay import replays
 from robusteval.data.select import select
-from robusteval.metaeval import correlate, fmt_r
+from robusteval.metaeval import correlate, correlation_change, fmt_change, fmt_r
 from robusteval.stats import pct
 from robusteval.types import Sample
 
@@ -157,10 +158,39 @@ def human_mean(s: Sample, aspects: list[str]) -> float | None:
 
 
 def validity(metric: Any, rated: list[Sample], aspects: list[str]) -> dict[str, Any]:
+    """The variant's correlations with people, and the rated items (id, conversation, human
+    mean, score) so that :func:`validity_change` can pair two variants on the same items."""
     keep = [s for s in rated if human_mean(s, aspects) is not None]
     scores = np.asarray(metric.score(keep), dtype=float)
     human = np.array([human_mean(s, aspects) for s in keep])
-    return correlate(scores, human, n_boot=1000, seed=0, clusters=[s.conversation_key() for s in keep])
+    clusters = [s.conversation_key() for s in keep]
+    return {**correlate(scores, human, n_boot=1000, seed=0, clusters=clusters),
+            "items": [{"id": s.id, "conversation": c, "human": float(h), "score": float(x)}
+                      for s, c, h, x in zip(keep, clusters, human, scores, strict=True)]}
+
+
+def validity_change(plain: dict[str, Any] | None, other: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``other``'s Spearman minus ``plain``'s on the items both scored, with a paired interval
+    (:func:`robusteval.metaeval.correlation_change`); None when either entry lacks its items (a
+    summary written before they were kept)."""
+    if not plain or not other or "items" not in plain or "items" not in other:
+        return None
+    theirs = {i["id"]: i["score"] for i in other["items"]}
+    shared = [i for i in plain["items"] if i["id"] in theirs]
+    return correlation_change(np.array([i["score"] for i in shared]), np.array([theirs[i["id"]] for i in shared]),
+                              np.array([i["human"] for i in shared]), [i["conversation"] for i in shared],
+                              n_boot=1000, seed=0)
+
+
+def change_cell(plain: dict[str, Any] | None, other: dict[str, Any] | None) -> str:
+    """``other``'s Spearman change from ``plain``'s, with its paired interval where both kept
+    their items, else the bare difference said to be one."""
+    paired = validity_change(plain, other)
+    if paired is not None:
+        return fmt_change(paired)
+    assert plain is not None and other is not None
+    return (f"{other['spearman']['r'] - plain['spearman']['r']:+.3f} "
+            "(no paired interval: this summary did not keep the scored items)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,14 +365,15 @@ def print_tables(summary: dict[str, Any], args: argparse.Namespace) -> None:
         if name in summary.get("phrase", {}):
             print(f"\nphrase fitted on plain: {summary['phrase'][name]!r}")
     print("\n### Validity: Spearman with people\n")
-    print("| set | " + " | ".join(args.variants) + " | change from plain |")
+    print("| set | " + " | ".join(args.variants) + " | change from plain [paired 95% CI] |")
     print("|---|" + "---|" * (len(args.variants) + 1))
     for name in args.corr:
         entries = [summary["validity"].get(f"{name}/{v}") for v in args.variants]
-        r = {v: (e or {}).get("spearman", {}).get("r") for v, e in zip(args.variants, entries, strict=True)}
+        by_variant = dict(zip(args.variants, entries, strict=True))
+        r = {v: (e or {}).get("spearman", {}).get("r") for v, e in by_variant.items()}
         base = r.get("plain")
         # each change names its variant: a variant without a value leaves no gap to misread
-        change = ", ".join(f"{v} {r[v] - base:+.3f}" for v in args.variants
+        change = ", ".join(f"{v} {change_cell(by_variant.get('plain'), by_variant[v])}" for v in args.variants
                            if v != "plain" and r.get(v) is not None and base is not None)
         print(f"| {name} | " + " | ".join(fmt_r(e) for e in entries) + f" | {change} |")
     print("\nseconds:", json.dumps(summary["seconds"]))

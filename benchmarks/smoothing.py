@@ -10,7 +10,9 @@ default symmetric classes and ``mask:0.9``). On the first ``--limit`` DailyDialo
   the smoothed one) and *adaptive* (the search run against the smoothed metric itself: every
   candidate is scored by its median over the draws);
 * validity: Spearman with the human overall rating on the first ``--spearman-limit`` rated
-  DailyDialog-Zhao replies, with the context-bootstrap interval;
+  DailyDialog-Zhao replies, with the context-bootstrap interval, and each smoothed variant's
+  change from plain with a *paired* interval (one resampling of conversations for both sides,
+  :func:`robusteval.metaeval.correlation_change`);
 * certified fraction: the share of attacked contexts whose certified radius at
   ``--tolerance`` points is at least 1, 2, 3 (``certified_fraction``), with Wilson intervals,
   or a bootstrap over conversations where several contexts share one;
@@ -38,7 +40,7 @@ from robusteval.attacks.runner import run_attacks
 from robusteval.compare.replay import replays
 from robusteval.data.select import select
 from robusteval.defenses import certified_fraction, smooth
-from robusteval.metaeval import fmt_r, metaevaluate
+from robusteval.metaeval import fmt_change, fmt_r, metaevaluate, metaevaluate_change
 from robusteval.stats import pct
 
 ATTACKS = ["textfooler-pos", "textfooler-neg"]
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(run_attacks(attacked, attacks.select(ATTACKS), plain, out / victim / "plain" / "results.jsonl",
                                 resume=args.resume, budget=args.budget, dataset="dailydialog-zhao"))
         tables = {"plain": asr_table(rows, key=lambda r: r.attack)}
-        spearman = {"plain": metaevaluate(rated, plain.score(rated), ["overall"])["overall"]}
+        rated_scores = {"plain": plain.score(rated)}
+        spearman = {"plain": metaevaluate(rated, rated_scores["plain"], ["overall"])["overall"]}
         certified: dict[str, list[int]] = {}
         for spec in args.perturbations:
             name, opts = perturbation(spec)
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                                         budget=args.budget, dataset="dailydialog-zhao"))
             tables[f"{spec} transfer"] = asr_table(transfer, key=lambda r: r.attack)
             tables[f"{spec} adaptive"] = asr_table(adaptive, key=lambda r: r.attack)
-            spearman[spec] = metaevaluate(rated, smoothed.score(rated), ["overall"])["overall"]
+            rated_scores[spec] = smoothed.score(rated)
+            spearman[spec] = metaevaluate(rated, rated_scores[spec], ["overall"])["overall"]
             certified[spec] = smoothed.certified_radius(attacked, args.tolerance, max_radius=3)
         print(f"\n### {victim}\n")
         print("| attack | " + " | ".join(tables) + " |")
@@ -143,15 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             cells = [f"{pct(t[a]['primary'])} ({t[a]['primary']['successes']}/{t[a]['primary']['n']})"
                      if a in t else "–" for t in tables.values()]
             print(f"| {a} | " + " | ".join(cells) + " |")
-        print("\n| variant | Spearman (overall) [95% CI] | change | certified r>=1 | r>=2 | r>=3 |")
+        print("\n| variant | Spearman (overall) [95% CI] | change [paired 95% CI] | certified r>=1 | r>=2 | r>=3 |")
         print("|---|---|---|---|---|---|")
-        base_r = spearman["plain"]["spearman"]["r"]
         print(f"| plain | {fmt_r(spearman['plain'])} | | | | |")
         for spec in args.perturbations:
-            r = spearman[spec]["spearman"]["r"]
             keys = [s.conversation_key() for s in attacked]
             fr = [certified_fraction(certified[spec], k, keys) for k in (1, 2, 3)]
-            change = "n/a" if r is None or base_r is None else f"{r - base_r:+.3f}"
+            change = fmt_change(metaevaluate_change(rated, rated_scores["plain"], rated_scores[spec], "overall"))
             print(f"| {spec} | {fmt_r(spearman[spec])} | {change} | "
                   + " | ".join(f"{pct(f)} ({f['certified']}/{f['n']})" for f in fr) + " |")
         if args.timing == "yes":

@@ -246,6 +246,8 @@ def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypa
         assert be.main(["export", "--split-by", scheme, "--n-boot", "20"]) == 0
         table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| test split |" in line]
         counts[scheme] = [int(r[2]) for r in table]
+        # one metric against itself: a paired difference of exactly 0 on every draw, so "yes"
+        assert {(r[6], r[7]) for r in table} == {("+0.000 [+0.00, +0.00]", "yes |")}
         names = [spec.split(":")[0] for spec in be.IN_DOMAIN]
         assert counts[scheme] == [sum(split_of(n, s, 0.1, 0.2, 0) == "test" and bool(s.human) for s in rows)
                                   for n in names]
@@ -305,3 +307,35 @@ def test_split_leak_counts_learned_replies_by_context_and_none_by_conversation(m
         assert before > 0 and after == 0  # the first window's reply opens the second: learned when split apart
         drawn_before, drawn_after = (int(x) for x in row[4].rstrip(" |").split(" → "))
         assert drawn_before == before and drawn_after == 0  # fewer positives than the limit: all drawn
+
+
+def test_judge_attacks_validity_change_pairs_the_items_both_variants_scored() -> None:
+    """The printed change from plain is after - before on the shared items, with a paired
+    interval; a summary without the scored items says its bare difference has none."""
+    import numpy as np
+
+    ja = _load("judge_attacks")
+
+    def entry(scores: dict[str, float], keep_items: bool = True) -> dict:
+        human = {f"s{i}": float(i) for i in range(12)}
+        ids = sorted(scores)
+        r = float(np.corrcoef(np.argsort(np.argsort([scores[i] for i in ids])),
+                              np.argsort(np.argsort([human[i] for i in ids])))[0, 1])
+        out = {"spearman": {"r": r}}
+        if keep_items:
+            out["items"] = [{"id": i, "conversation": f"c{int(i[1:]) // 2}", "human": human[i], "score": scores[i]}
+                            for i in ids]
+        return out
+
+    plain = entry({f"s{i}": float(i) for i in range(12)})  # agrees with people exactly
+    noisy = {f"s{i}": float(i) for i in range(12)}
+    noisy["s0"], noisy["s11"] = 11.5, -1.0  # two items swapped to the far end
+    other = entry(noisy)
+    other["items"].append({"id": "extra", "conversation": "c9", "human": 3.0, "score": 5.0})  # plain lacks it
+    got = ja.validity_change(plain, other)
+    assert got["n"] == 12 and got["n_contexts"] == 6 and got["before"] == pytest.approx(1.0)
+    assert got["change"] == pytest.approx(got["after"] - 1.0) and got["change"] < 0
+    assert got["ci"][0] <= got["change"] <= got["ci"][1]
+    assert ja.change_cell(plain, other).startswith(f"{got['change']:+.3f} [")
+    bare = ja.change_cell(entry({f"s{i}": float(i) for i in range(12)}, keep_items=False), other)
+    assert "no paired interval" in bare and ja.validity_change(plain, {"spearman": {"r": 0.5}}) is None

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from robusteval import Sample
-from robusteval.metaeval import bootstrap_ci, correlation, metaevaluate, system_level
+from robusteval.metaeval import bootstrap_ci, correlate, correlation, correlation_change, metaevaluate, system_level
 
 
 def test_correlations_match_scipy() -> None:
@@ -44,3 +44,58 @@ def test_metaevaluate_turn_and_system_level() -> None:
     assert res["coherence"]["system"]["spearman"] == pytest.approx(1.0)
     assert system_level(samples[:5], np.array(scores[:5]), "coherence") is None  # one system
     assert metaevaluate(samples, np.array(scores), ["missing"], n_boot=0)["missing"]["n"] == 0
+
+
+def test_correlation_change_is_after_minus_before_with_a_paired_interval() -> None:
+    """The change is the difference of the two whole-set correlations; its interval is paired:
+    a defense that adds the same small noise to a strong metric moves its Spearman little, and
+    the paired interval is far narrower than the gap two separate intervals would allow."""
+    rng = np.random.default_rng(3)
+    human = rng.normal(size=120)
+    before = human + rng.normal(scale=0.8, size=120)
+    after = before + rng.normal(scale=0.2, size=120)
+    clusters = [f"c{i // 3}" for i in range(120)]  # 40 conversations of 3 replies
+    e = correlation_change(before, after, human, clusters, n_boot=400, seed=1)
+    want = stats.spearmanr(after, human).statistic - stats.spearmanr(before, human).statistic
+    assert e["change"] == pytest.approx(want, abs=1e-6)
+    assert e["before"] == pytest.approx(stats.spearmanr(before, human).statistic, abs=1e-6)
+    assert (e["n"], e["n_contexts"], e["ci_method"]) == (120, 40, "paired cluster-bootstrap")
+    lo, hi = e["ci"]
+    assert lo <= e["change"] <= hi
+    one = correlate(before, human, n_boot=400, seed=1, clusters=clusters)["spearman"]["ci95"]
+    assert hi - lo < 0.5 * (one[1] - one[0])  # paired: far narrower than one side's own interval
+    # a metric compared with itself changes by exactly 0, on every draw
+    same = correlation_change(before, before, human, clusters, n_boot=50)
+    assert same["change"] == 0 and same["ci"] == [0.0, 0.0]
+
+
+def test_correlation_change_drops_an_item_from_both_sides_and_checks_lengths() -> None:
+    human = np.arange(10.0)
+    before = human.copy()
+    after = human[::-1].copy()
+    after[0] = np.nan  # the after metric could not score item 0: neither side correlates it
+    e = correlation_change(before, after, human, n_boot=0)
+    assert e["n"] == 9 and e["change"] == pytest.approx(-2.0) and e["ci"] is None
+    constant = correlation_change(before, np.ones(10), human, n_boot=100)
+    assert constant["after"] is None and constant["change"] is None and constant["ci"] is None
+    with pytest.raises(ValueError, match="9 after"):
+        correlation_change(before, after[:9], human)
+    with pytest.raises(ValueError, match="cluster labels"):
+        correlation_change(before, after, human, clusters=["a"] * 3)
+
+
+def test_metaevaluate_change_uses_the_rated_samples_clustered_by_conversation() -> None:
+    from robusteval.metaeval import metaevaluate_change
+
+    texts = ["谢谢你的帮助", "شكرا جزيلا", "धन्यवाद", "Спасибо большое", "Merci beaucoup", "Thanks a lot"]
+    samples = [Sample(id=f"s{i}", task="dialogue", context=(f"ctx {i // 2}",), response=texts[i % 6],
+                      human={} if i % 5 == 4 else {"overall": float(i % 4)}) for i in range(20)]
+    before = np.array([float(i % 4) + 0.1 * i for i in range(20)])
+    after = before[::-1].copy()
+    e = metaevaluate_change(samples, before, after, "overall", n_boot=200)
+    rated = [i for i, s in enumerate(samples) if s.human]
+    want = correlation_change(before[rated], after[rated], np.array([samples[i].human["overall"] for i in rated]),
+                              [samples[i].conversation_key() for i in rated], 200, 0)
+    assert e == want and e["n"] == 16 and e["n_contexts"] == 10
+    with pytest.raises(ValueError, match="20 samples, 19 before"):
+        metaevaluate_change(samples, before[:19], after, "overall")

@@ -369,7 +369,8 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
     (whole contexts resampled, :func:`robusteval.stats.cluster_bootstrap_indices`) is shared by
     every variant, each correlation is :func:`robusteval.metaeval.correlation`, and the scores
     are the ones logged under ``<variant>/scores/`` (so a finished run can get them later)."""
-    from robusteval.metaeval import correlation
+    from robusteval.metaeval import correlation, correlation_draws
+    from robusteval.metaeval import percentile_interval as interval
     from robusteval.results import read_jsonl, slug
     from robusteval.stats import cluster_bootstrap_indices
 
@@ -399,15 +400,7 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
                 if whole is None:
                     continue  # not in mean_spearman either
                 point[v][(set_name, aspect)] = whole
-                per_draw = draws[v][(set_name, aspect)] = []
-                for pick in plan:
-                    ok = np.isfinite(x[pick])
-                    r = correlation(x[pick][ok], human[pick][ok], "spearman")
-                    per_draw.append(np.nan if r is None else r)
-
-    def interval(values: list[float]) -> list[float] | None:
-        vals = [x for x in values if np.isfinite(x)]
-        return [_r(float(np.percentile(vals, 2.5))), _r(float(np.percentile(vals, 97.5)))] if len(vals) >= 10 else None
+                draws[v][(set_name, aspect)] = correlation_draws(x, human, plan)
 
     def means(v: str, keys: Sequence[tuple[str, str]]) -> list[float]:
         """Per draw: the mean over ``keys`` of ``v``'s correlations (NaN when none is defined)."""

@@ -55,6 +55,93 @@ def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, 
     return float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))
 
 
+def correlation_draws(x: np.ndarray, y: np.ndarray, plan: Sequence[np.ndarray],
+                      method: str = "spearman") -> list[float]:
+    """The correlation of ``x`` with ``y`` on each resample of ``plan`` (row indices, e.g.
+    :func:`robusteval.stats.cluster_bootstrap_indices`), NaN where it is undefined. Pairs
+    with a non-finite ``x`` are left out of each draw, as :func:`correlation` of the whole set
+    leaves them out. Two metrics' draws on one plan pair up: their difference per draw is the
+    paired bootstrap of a correlation change (:func:`correlation_change`)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    out = []
+    for pick in plan:
+        ok = np.isfinite(x[pick])
+        r = correlation(x[pick][ok], y[pick][ok], method)
+        out.append(np.nan if r is None else r)
+    return out
+
+
+def percentile_interval(draws: Sequence[float], digits: int = 6, alpha: float = 0.05) -> list[float] | None:
+    """The percentile interval of bootstrap ``draws`` (NaN draws left out), or None with fewer
+    than 10 defined draws."""
+    vals = [float(v) for v in draws if np.isfinite(v)]
+    if len(vals) < 10:
+        return None
+    return [round(float(np.quantile(vals, alpha / 2)), digits), round(float(np.quantile(vals, 1 - alpha / 2)), digits)]
+
+
+def correlation_change(before: np.ndarray, after: np.ndarray, human: np.ndarray,
+                       clusters: Sequence[Any] | None = None, n_boot: int = 1000, seed: int = 0,
+                       method: str = "spearman", digits: int = 6) -> dict[str, Any]:
+    """How much a metric's correlation with people changes from ``before`` to ``after`` (two
+    metrics, or one metric plain and defended, scoring the *same* rated items), with a *paired*
+    95 % interval: one resampling plan (whole ``clusters`` -- conversations -- drawn with
+    replacement) is applied to both sides, and the interval is the percentile interval of the
+    per-draw difference. Two separate intervals would ignore that both sides share the items'
+    difficulty: an overlap of them says little about the change.
+
+    Returns ``{"before", "after", "change", "ci", "ci_method", "n", "n_contexts", "n_boot"}``;
+    ``change`` is after - before (negative: ``after`` agrees less with people) and is None when
+    either correlation is undefined. Items where either side is not finite are left out of
+    both, so both correlate the same items (``n``).
+    """
+    from robusteval.stats import cluster_bootstrap_indices
+
+    b, a, h = (np.asarray(v, float) for v in (before, after, human))
+    if not len(b) == len(a) == len(h):
+        raise ValueError(f"correlation_change: {len(b)} before, {len(a)} after and {len(h)} human values")
+    labels = list(clusters) if clusters is not None else list(range(len(h)))
+    if len(labels) != len(h):
+        raise ValueError(f"correlation_change: {len(labels)} cluster labels for {len(h)} items")
+    ok = np.isfinite(b) & np.isfinite(a) & np.isfinite(h)
+    b, a, h = b[ok], a[ok], h[ok]
+    labels = [c for c, k in zip(labels, ok, strict=True) if k]
+    rb, ra = correlation(b, h, method), correlation(a, h, method)
+    out: dict[str, Any] = {"before": None if rb is None else round(rb, digits),
+                           "after": None if ra is None else round(ra, digits),
+                           "change": None if rb is None or ra is None else round(ra - rb, digits),
+                           "ci": None, "ci_method": "paired cluster-bootstrap" if len(set(labels)) < len(labels)
+                           else "paired bootstrap", "n": len(h), "n_contexts": len(set(labels)),
+                           "n_boot": n_boot}
+    if out["change"] is not None and n_boot and len(set(labels)) >= 2:
+        plan = cluster_bootstrap_indices(labels, n_boot, seed)
+        diffs = np.array(correlation_draws(a, h, plan, method)) - np.array(correlation_draws(b, h, plan, method))
+        out["ci"] = percentile_interval(diffs.tolist(), digits)
+    return out
+
+
+def metaevaluate_change(samples: Sequence[Sample], before: np.ndarray, after: np.ndarray, aspect: str,
+                        n_boot: int = 1000, seed: int = 0, method: str = "spearman") -> dict[str, Any]:
+    """:func:`correlation_change` on the samples rated for ``aspect``, clustered by conversation
+    (:meth:`Sample.conversation_key`), as :func:`metaevaluate` clusters each side's interval."""
+    before, after = np.asarray(before, float), np.asarray(after, float)
+    if not len(before) == len(after) == len(samples):
+        raise ValueError(f"metaevaluate_change: {len(samples)} samples, {len(before)} before and "
+                         f"{len(after)} after scores")
+    idx = [i for i, s in enumerate(samples) if aspect in s.human]
+    human = np.array([samples[i].human[aspect] for i in idx], dtype=float)
+    return correlation_change(before[idx], after[idx], human, [samples[i].conversation_key() for i in idx],
+                              n_boot, seed, method)
+
+
+def fmt_change(entry: Mapping[str, Any] | None) -> str:
+    """``"-0.012 [-0.03, +0.01]"`` for a :func:`correlation_change` entry, or ``"n/a"``."""
+    if not entry or entry.get("change") is None:
+        return "n/a"
+    ci = entry.get("ci")
+    return f"{entry['change']:+.3f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+
+
 def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: int = 0,
               methods: Sequence[str] = METHODS, clusters: Sequence[Any] | None = None) -> dict[str, Any]:
     """Correlations with 95 % bootstrap intervals; pairs with a non-finite value are dropped
