@@ -10,7 +10,8 @@ Printed:
 
 * per family (or per attack, ``--by attack``): each seed's successes / n on the rows both sides
   attacked, and the **paired change** in ASR (after - before) with a 95 % bootstrap interval over
-  contexts, per seed and pooled over the seeds (each seed's contexts are their own clusters):
+  contexts and the exact sign test over contexts (fooled less / more, p), per seed and pooled
+  over the seeds (each seed's contexts are their own clusters):
   :func:`robusteval.asr.paired_change`, the one home of this figure;
 * Spearman with humans per test set and zero-shot set for each side and seed (harden folders
   only: the round's ``test`` figures in ``harden.json``), the change per set, its mean over
@@ -127,7 +128,8 @@ def change_cell(entry: dict[str, Any]) -> str:
     if not entry["only_before"] and not entry["only_after"]:
         return "0 (no row changed)"  # a bootstrap of all-zero differences is a point, not an interval
     ci = "" if c["ci"] is None else f" [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}]"
-    return f"{100 * c['mean']:+.1f}{ci}"
+    t = entry["sign_test"]
+    return f"{100 * c['mean']:+.1f}{ci}; {t['down']}↓ {t['up']}↑, p = {t['p']:.3g}"
 
 
 def asr_tables(pairs: list[tuple[list[ResultRow], list[ResultRow]]], labels: list[str], by: str) -> list[str]:
@@ -137,7 +139,9 @@ def asr_tables(pairs: list[tuple[list[ResultRow], list[ResultRow]]], labels: lis
     head = "| " + by + " | " + " | ".join(f"{lab}: before → after (n)" for lab in labels) + \
            " | " + " | ".join(f"{lab}: change" for lab in labels) + " | pooled: before → after (n) | pooled change |"
     out = ["ASR on the rows both sides attacked (successes), and the paired change in points "
-           "(after − before, 95 % interval over contexts):", "", head,
+           "(after − before, 95 % bootstrap interval over contexts; then the exact sign test over contexts: "
+           "contexts fooled less ↓ and more ↑, two-sided p. With few contexts the bootstrap excludes 0 too "
+           "readily: a change is clear when p is small too):", "", head,
            "|" + "---|" * (2 + 2 * len(labels) + 1)]
     for group, entry in pooled.items():
         if not entry["n_pairs"]:

@@ -25,7 +25,7 @@ import numpy as np
 
 from robusteval.attacks.base import COUNTED_OUTCOMES, ResultRow
 from robusteval.attacks.criteria import CRITERIA, PRIMARY
-from robusteval.stats import mean_ci, proportion, scoped
+from robusteval.stats import mean_ci, proportion, scoped, sign_test
 
 ASR_NAMES = ("successes", "asr")
 
@@ -204,8 +204,12 @@ def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
     the mean of ``fooled(after) - fooled(before)`` with its 95 % interval, a bootstrap over
     contexts (:func:`robusteval.stats.mean_ci`; the contexts of different pairs are different
     clusters, so pooled seeds resample each seed's contexts, and a context in two seeds' test
-    splits counts twice: the models of different seeds differ). Negative: ``after`` is fooled
-    less. ``unmatched`` counts the rows of the group that only one side has in its denominator.
+    splits counts twice: the models of different seeds differ), and ``sign_test``: the exact
+    sign test over those contexts (:func:`robusteval.stats.sign_test`: how many contexts were
+    fooled less, how many more, and the two-sided p). With a few contexts the percentile
+    bootstrap is too ready to exclude 0; call a change clear only when the sign test agrees.
+    Negative: ``after`` is fooled less. ``unmatched`` counts the rows of the group that only
+    one side has in its denominator.
     Two rows of one attack on one sample on a side are refused (ValueError).
     """
     diffs: dict[str, list[float]] = {}
@@ -229,7 +233,8 @@ def paired_change(pairs: Sequence[tuple[Iterable[ResultRow | Mapping[str, Any]],
             diffs.setdefault(key(row), []).append(float(fb) - float(fa))
             clusters.setdefault(key(row), []).append(f"{i}|{cluster_of(row)}")
     return {g: {"n_pairs": len(diffs.get(g, [])), **t,
-                "change": mean_ci(diffs.get(g, []), clusters.get(g, []))}
+                "change": mean_ci(diffs.get(g, []), clusters.get(g, [])),
+                "sign_test": sign_test(diffs.get(g, []), clusters.get(g, []))}
             for g, t in sorted(tallies.items())}
 
 

@@ -119,6 +119,8 @@ def test_paired_bases_prints_the_paired_change_and_spearman_per_set(tmp_path, ca
     # seed 1: 2 -> 2 of 4 (one row each way); seed 2: 3 -> 1 of 4; pooled 5 -> 3 of 8, -25 points
     assert "| dialogue-rules (R-) | 2 → 2 (4) | 3 → 1 (4) |" in out
     assert "| 5 → 3 (8) | **-25.0 [" in out
+    # the sign test over the 8 contexts: 3 fooled less, 1 more, 4 tied; binomial p of 3 of 4
+    assert "; 3↓ 1↑, p = 0.625**" in out
     assert "| zh-set | 0.300 → 0.250 | 0.300 → 0.250 | -0.050 |" in out
     assert "| ar-set | 0.200 → 0.240 | 0.200 → 0.240 | +0.040 |" in out
     assert "sets whose mean change is below −0.02: 1 of 2" in out

@@ -519,6 +519,8 @@ def test_paired_change_counts_matched_rows_and_pools_pairs_by_context() -> None:
     pooled = paired_change([(before_a, after_a), (before_b, after_b)])["f (R-)"]
     assert pooled["n_pairs"] == 8 and pooled["change"]["mean"] == pytest.approx(-1 / 8)
     assert pooled["change"]["ci_method"] == "bootstrap"  # 8 contexts, one row each
+    # seed A: s0, s1 fooled less, s3 more; seed B moved nothing (4 tied contexts)
+    assert pooled["sign_test"] == {"down": 2, "up": 1, "tied": 5, "p": pytest.approx(1.0)}
     lo, hi = pooled["change"]["ci"]
     assert lo <= -1 / 8 <= hi
     # groups by family and direction; R+ rows pair under their own (invariance) criterion
@@ -526,3 +528,21 @@ def test_paired_change_counts_matched_rows_and_pools_pairs_by_context() -> None:
     assert list(plus) == ["f (R+)"] and plus["f (R+)"]["only_before"] == 1
     with pytest.raises(ValueError, match="pair 1, after: two rows of attack 'a' on sample 's0'"):
         paired_change([(before_a, after_a + after_a[:1])])
+
+
+def test_sign_test_counts_clusters_not_rows_and_is_exact() -> None:
+    """17 contexts, 4 fooled less and none more: the percentile bootstrap of the mean change
+    excludes 0, the exact sign test says p = 2 * 0.5**4 = 0.125 (why paired_change has both)."""
+    from robusteval.stats import mean_ci, sign_test
+
+    diffs = [-1.0] * 4 + [0.0] * 13
+    contexts = [f"c{i}" for i in range(17)]
+    assert mean_ci(diffs, contexts)["ci"][1] < 0  # the bootstrap alone would call it clear
+    assert sign_test(diffs, contexts) == {"down": 4, "up": 0, "tied": 13, "p": pytest.approx(0.125)}
+    # rows of one context are summed first: -1 and +1 in c0 cancel (tied), c1's two rows are one "down"
+    got = sign_test([-1.0, 1.0, -1.0, -1.0, 1.0], ["c0", "c0", "c1", "c1", "c2"])
+    assert got == {"down": 1, "up": 1, "tied": 1, "p": pytest.approx(1.0)}
+    assert sign_test([0.0, 0.0], ["a", "b"])["p"] is None and sign_test([], [])["p"] is None
+    assert sign_test([-1.0] * 10)["p"] == pytest.approx(2 * 0.5 ** 10)  # no clusters: every value its own
+    with pytest.raises(ValueError, match="1 cluster labels for 2 values"):
+        sign_test([1.0, -1.0], ["a"])
