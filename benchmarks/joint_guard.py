@@ -6,7 +6,8 @@ text: the changed texts of attack-runner result folders (``--attack-results``, r
 For each attack family the joint guard (``robusteval.detectors.joint``) is fitted without it,
 calibrated to ``--target-fpr`` on the clean calibration half, and tested on it; the
 per-detector guard (every detector at target / k, calibrated on the same half) is the baseline.
-Every rate has its 95 % Wilson interval.
+Every rate has its 95 % interval, resampling conversations (a clean set's document or context,
+an attacked text's dataset and context), Wilson's where each conversation has one text.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/joint_guard.py \\
         --attack-results runs/ss-attacks/summary --attack-results runs/ss-attacks/dialogue \\
@@ -26,7 +27,7 @@ from robusteval.detectors.clean import load_clean
 
 from robusteval import data, detectors
 from robusteval.attacks.runner import read_results
-from robusteval.stats import flag_rate, pct
+from robusteval.stats import flag_rate, pct, scoped
 
 CLEAN = ("summeval-references", "dailydialog-good", "usr-topicalchat-ground-truth")
 OPTIONS = {"gec": {"backend": "builtin"}}
@@ -47,29 +48,34 @@ def main(argv: list[str] | None = None) -> int:
     dets = [detectors.load(n, **OPTIONS.get(n, {})) for n in names]
     sigs = [d.identity() for d in dets]
     cal = [s for c in CLEAN for s in load_clean(c, "calibration", root)]
-    held = [s for c in CLEAN for s in load_clean(c, "heldout", root)]
-    attacked = []
+    held_sets = {c: load_clean(c, "heldout", root) for c in CLEAN}
+    held = [s for c in CLEAN for s in held_sets[c]]
+    held_keys = [scoped(c, s.conversation_key()) for c in CLEAN for s in held_sets[c]]
+    attacked, attacked_keys = [], []
     for path in args.attack_results:
         rows, dataset = read_results(path)
         by_id = {s.id: s for s in data.load(dataset, root)}
-        attacked += adversarial_samples(rows, by_id)
+        pairs = adversarial_samples(rows, by_id, dataset)
+        attacked += pairs
+        attacked_keys += [scoped(dataset, s.conversation_key()) for _, s in pairs]
     families: dict[str, list[int]] = {}
     for i, (row, _) in enumerate(attacked):
         families.setdefault(f"{row['family']} ({row['direction']})", []).append(i)
+    keys_of = {f: [attacked_keys[i] for i in idx] for f, idx in families.items()}
     x_cal, x_held = joint.features_of(dets, cal), joint.features_of(dets, held)
     x_adv = joint.features_of(dets, [s for _, s in attacked])
     per = args.target_fpr / len(dets)
     thr = np.array([threshold_for(x_cal[:, k], per) for k in range(len(dets))])
     lofo = joint.leave_one_family_out(x_cal, x_held, {f: x_adv[idx] for f, idx in families.items()},
-                                      args.target_fpr, names, sigs)
+                                      args.target_fpr, names, sigs, held_keys, keys_of)
     print(f"clean: {len(cal)} calibration, {len(held)} held-out texts; {len(attacked)} adversarial texts; "
           f"target FPR {100 * args.target_fpr:g} %")
-    print(f"per-detector guard FPR on the held-out half: {pct(flag_rate((x_held >= thr).any(axis=1)))}\n")
+    print(f"per-detector guard FPR on the held-out half: {pct(flag_rate((x_held >= thr).any(axis=1), held_keys))}\n")
     print("| family (held out of the joint fit) | n | per-detector guard (target / k) | joint guard | "
           "joint FPR (held-out clean) |")
     print("|---|---|---|---|---|")
     for f, idx in sorted(families.items()):
-        base = flag_rate((x_adv[idx] >= thr).any(axis=1))
+        base = flag_rate((x_adv[idx] >= thr).any(axis=1), keys_of[f])
         j = lofo.get(f)
         cells = (pct(j["detection"]), pct(j["fpr"])) if j else ("n/a", "n/a")
         print(f"| {f} | {len(idx)} | {pct(base)} | {cells[0]} | {cells[1]} |")

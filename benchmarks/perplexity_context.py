@@ -36,6 +36,7 @@ from robusteval.detectors.clean import in_heldout, load_clean
 
 from robusteval import attacks, detectors
 from robusteval.compare.guarding import roc
+from robusteval.compare.report_md import auc_cell
 from robusteval.stats import flag_rate, pct
 from robusteval.types import Sample
 
@@ -90,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
                "held-out FPR with the shipped default": pct(flag_rate(d.flags(heldout), keys))}
         for rule, texts in adversarial.items():
             s = d.detect(texts) if texts else np.zeros(0)
-            auc = roc(clean, s)["auc"]
             shipped = d.flags(texts) if texts else np.zeros(0, bool)
             own = [x.conversation_key() for x in texts]
-            col[f"{rule} (n={len(texts)}): AUC / detected / with the shipped default"] = (
-                f"{auc:.2f} / {pct(flag_rate(s >= t, own))} / {pct(flag_rate(shipped, own))}"
-                if auc is not None else "n/a")
+            area = roc(clean, s, negative_clusters=keys, positive_clusters=own)
+            col[f"{rule} (n={len(texts)}): AUC [95% CI] / detected / with the shipped default"] = (
+                f"{auc_cell(area)} / {pct(flag_rate(s >= t, own))} / {pct(flag_rate(shipped, own))}"
+                if area["auc"] is not None else "n/a")
         results[mode] = col
         print(f"[context={mode}] scored in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     print("\n| | context=none (v1) | context=auto (v2) |\n|---|---|---|")

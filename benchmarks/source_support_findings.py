@@ -3,8 +3,9 @@
 Its suspicion counts three kinds of finding (``unsupported`` names / numbers, ``substitutions``,
 ``negation_flips``). A per-detector threshold says little about *why* an attack is or is not
 caught; this prints, for the held-out half of a clean set and for every attack of the given
-result folders, the share of texts with at least one finding of each kind (95 % Wilson
-intervals, :func:`robusteval.stats.flag_rate`), so a change to the detector can be read as
+result folders, the share of texts with at least one finding of each kind (95 % intervals,
+:func:`robusteval.stats.flag_rate`, resampling conversations: a document's references, a
+context's attacked replies), so a change to the detector can be read as
 "finds more swaps" and "reads fewer clean texts as swapped" separately.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/source_support_findings.py \\
@@ -25,19 +26,21 @@ from robusteval.detectors.clean import load_clean
 from robusteval import data, detectors
 from robusteval.attacks.runner import read_results
 from robusteval.stats import flag_rate, pct
+from robusteval.types import Sample
 
 KINDS = ("substitutions", "negation_flips", "unsupported")
 
 
-def cells(rows: list[dict]) -> list[str]:
+def cells(rows: list[dict], samples: list[Sample]) -> list[str]:
     """The row's n -- the judged (not abstained) texts, the denominator of every share, with
     the abstentions named -- then one cell per kind: the share of judged texts with a finding
-    of it."""
-    judged = [r for r in rows if not r.get("abstained")]
+    of it, resampling the samples' conversations."""
+    judged = [(r, s.conversation_key()) for r, s in zip(rows, samples, strict=True) if not r.get("abstained")]
     n = f"{len(judged)}" + (f" ({len(rows) - len(judged)} abstained)" if len(judged) < len(rows) else "")
     if not judged:
         return [n] + ["n/a"] * len(KINDS)
-    return [n] + [pct(flag_rate(np.array([bool(r.get(k)) for r in judged]))) for k in KINDS]
+    keys = [k for _, k in judged]
+    return [n] + [pct(flag_rate(np.array([bool(r.get(k)) for r, _ in judged]), keys)) for k in KINDS]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,15 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.attack_results:
         rows, dataset = read_results(path)
         by_id = {s.id: s for s in data.load(dataset, root)}
-        for row, sample in adversarial_samples(rows, by_id):
+        for row, sample in adversarial_samples(rows, by_id, dataset):
             if row["family"] in families:
                 by_attack.setdefault(f"{row['attack']} ({dataset})", []).append(sample)
     print(f"source_support {det.identity()}\n")
     print("| texts | n | with a substitution | with a negation flip | with an unsupported name / number |")
     print("|---|---|---|---|---|")
-    print(f"| {args.clean} (clean, held-out) | " + " | ".join(cells(det.analyze(clean))) + " |")
+    print(f"| {args.clean} (clean, held-out) | " + " | ".join(cells(det.analyze(clean), clean)) + " |")
     for name, samples in sorted(by_attack.items()):
-        print(f"| {name} | " + " | ".join(cells(det.analyze(samples))) + " |")
+        print(f"| {name} | " + " | ".join(cells(det.analyze(samples), samples)) + " |")
     return 0
 
 

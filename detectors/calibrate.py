@@ -107,10 +107,11 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
 
 
 # -- evaluation ----------------------------------------------------------------------------
-def adversarial_samples(rows: Sequence[dict[str, Any]],
-                        by_id: dict[str, Sample]) -> list[tuple[dict[str, Any], Sample]]:
+def adversarial_samples(rows: Sequence[dict[str, Any]], by_id: dict[str, Sample],
+                        dataset: str | None = None) -> list[tuple[dict[str, Any], Sample]]:
     """(row, sample with the adversarial response) for attacked rows with a changed text,
-    skipping fitting samples."""
+    skipping fitting samples. A row that names no dataset gets ``dataset`` (the one its samples
+    were loaded from), so the detection intervals never merge two datasets' conversations."""
     from robusteval.asr import changed, counted
 
     out = []
@@ -121,7 +122,10 @@ def adversarial_samples(rows: Sequence[dict[str, Any]],
         if base is None:
             raise DataFormatError("attack results", f"sample {r.sample_id!r} is not in the dataset",
                                   field="sample_id")
-        out.append((r.to_dict(), base.with_response(r.adversarial)))
+        row = r.to_dict()
+        if not row.get("dataset"):
+            row["dataset"] = dataset
+        out.append((row, base.with_response(r.adversarial)))
     return out
 
 

@@ -66,9 +66,14 @@ def predict(params: dict[str, Any], features: np.ndarray) -> np.ndarray:
 
 
 def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks: dict[str, np.ndarray],
-                         target_fpr: float, names: Sequence[str], signatures: Sequence[str]) -> dict[str, Any]:
+                         target_fpr: float, names: Sequence[str], signatures: Sequence[str],
+                         held_clusters: Sequence[str] | None = None,
+                         attack_clusters: dict[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Per family F: fit on the clean calibration texts and every family but F, then the
-    detection rate on F and the false-positive rate on the held-out clean texts."""
+    detection rate on F and the false-positive rate on the held-out clean texts, each with its
+    interval (:func:`robusteval.stats.flag_rate`), resampling ``held_clusters`` (each held-out
+    text's conversation) and ``attack_clusters[F]`` (each attacked text's dataset and context)
+    where given: texts of one conversation are not independent."""
     from robusteval.stats import flag_rate
 
     out: dict[str, Any] = {}
@@ -79,8 +84,9 @@ def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks:
         adv = np.concatenate(others)
         params = fit(np.concatenate([clean_cal, adv]), np.r_[np.zeros(len(clean_cal)), np.ones(len(adv))],
                      clean_cal, target_fpr, names, signatures)
-        out[family] = {"detection": flag_rate(predict(params, attacks[family]) >= params["threshold"]),
-                       "fpr": flag_rate(predict(params, clean_held) >= params["threshold"]),
+        out[family] = {"detection": flag_rate(predict(params, attacks[family]) >= params["threshold"],
+                                              (attack_clusters or {}).get(family)),
+                       "fpr": flag_rate(predict(params, clean_held) >= params["threshold"], held_clusters),
                        "threshold": params["threshold"], "coef": dict(zip(names, params["coef"], strict=True))}
     return out
 

@@ -10,6 +10,8 @@
   statistic) with a percentile bootstrap interval over clusters.
 * :func:`sign_test` — an exact sign test of paired differences over clusters, the check a
   bootstrap over few clusters needs (a paired ASR change, :func:`robusteval.asr.paired_change`).
+* :func:`auc` / :func:`auc_ci` — a detector's ROC AUC (clean vs attacked text) with a
+  two-sample bootstrap interval over each side's clusters.
 * :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap,
   the mean bootstrap and the correlation bootstrap of :mod:`robusteval.metaeval`.
 
@@ -141,6 +143,49 @@ def sign_test(values: Sequence[float], clusters: Sequence[Hashable] | None = Non
     down, up = sum(v < 0 for v in sums.values()), sum(v > 0 for v in sums.values())
     p = None if down + up == 0 else float(binomtest(down, down + up, 0.5).pvalue)
     return {"down": down, "up": up, "tied": len(sums) - down - up, "p": p}
+
+
+def auc(negatives: Sequence[float] | np.ndarray, positives: Sequence[float] | np.ndarray) -> float | None:
+    """The area under the ROC curve of a score that should rank ``positives`` (attacked text)
+    above ``negatives`` (clean text): the probability that a random positive scores above a
+    random negative, ties counting half (the Mann-Whitney U statistic over n_pos * n_neg, from
+    mid-ranks: ``scipy.stats.rankdata``). None when either side is empty."""
+    from scipy.stats import rankdata
+
+    neg, pos = np.asarray(negatives, float), np.asarray(positives, float)
+    if not len(neg) or not len(pos):
+        return None
+    ranks = rankdata(np.concatenate([pos, neg]))
+    u = float(ranks[: len(pos)].sum()) - len(pos) * (len(pos) + 1) / 2
+    return u / (len(pos) * len(neg))
+
+
+def auc_ci(negatives: Sequence[float] | np.ndarray, positives: Sequence[float] | np.ndarray,
+           negative_clusters: Sequence[Hashable] | None = None, positive_clusters: Sequence[Hashable] | None = None,
+           n_boot: int = 1000, seed: int = 0, digits: int = 6) -> dict[str, Any]:
+    """:func:`auc` with a 95 % percentile bootstrap interval that resamples each side apart
+    (the clean texts and the attacked texts are two samples) and, within a side, whole clusters
+    (the references of one document, the attacked rows of one context).
+    ``{"auc", "ci", "ci_method", "n_clean", "n_adversarial"}``; ``ci`` is None when a side has
+    fewer than two clusters."""
+    neg, pos = np.asarray(negatives, float), np.asarray(positives, float)
+    nk = list(negative_clusters) if negative_clusters is not None else list(range(len(neg)))
+    pk = list(positive_clusters) if positive_clusters is not None else list(range(len(pos)))
+    if len(nk) != len(neg) or len(pk) != len(pos):
+        raise ValueError(f"auc_ci: {len(nk)} clean cluster labels for {len(neg)} texts, "
+                         f"{len(pk)} adversarial for {len(pos)}")
+    point = auc(neg, pos)
+    out: dict[str, Any] = {"auc": None if point is None else round(point, digits), "ci": None, "ci_method": None,
+                           "n_clean": len(neg), "n_adversarial": len(pos)}
+    if point is None or not n_boot or len(set(nk)) < 2 or len(set(pk)) < 2:
+        return out
+    shared = len(set(nk)) < len(nk) or len(set(pk)) < len(pk)
+    draws = [auc(neg[i], pos[j]) for i, j in zip(cluster_bootstrap_indices(nk, n_boot, seed),
+                                                 cluster_bootstrap_indices(pk, n_boot, seed + 1), strict=True)]
+    vals = np.array(draws, dtype=float)
+    out["ci"] = [round(float(np.percentile(vals, 2.5)), digits), round(float(np.percentile(vals, 97.5)), digits)]
+    out["ci_method"] = "two-sample cluster-bootstrap" if shared else "two-sample bootstrap"
+    return out
 
 
 def scoped(scope: str | None, key: str) -> str:

@@ -99,6 +99,26 @@ def test_roc_auc_and_endpoints() -> None:
     assert roc(np.array([]), np.array([0.3]))["auc"] is None
 
 
+def test_roc_area_is_the_trapezoid_under_its_points_and_carries_an_interval() -> None:
+    """The AUC (Mann-Whitney, ties half) equals the trapezoid area under the curve's own points,
+    with ties and without; its interval resamples the clean side's conversations and the
+    attacked side's contexts apart."""
+    rng = np.random.default_rng(5)
+    # coarse scores (many ties), alike within a cluster: 10 documents' 4 references, 10 contexts' 3 rows
+    neg = np.repeat(rng.integers(0, 6, size=10), 4) / 5.0
+    pos = np.repeat(rng.integers(2, 8, size=10), 3) / 5.0
+    got = roc(neg, pos, max_points=10_000, negative_clusters=[f"d{i // 4}" for i in range(40)],
+              positive_clusters=[f"c{i // 3}" for i in range(30)], n_boot=300)
+    xs, ys = np.array(got["points"]).T
+    assert got["auc"] == pytest.approx(float(np.sum((xs[1:] - xs[:-1]) * (ys[1:] + ys[:-1]) / 2)), abs=1e-6)
+    assert got["ci_method"] == "two-sample cluster-bootstrap" and got["ci"][0] < got["auc"] < got["ci"][1]
+    assert (got["n_clean"], got["n_adversarial"]) == (40, 30)
+    alone = roc(neg, pos, n_boot=300)  # every text its own cluster: too narrow an interval
+    assert alone["ci_method"] == "two-sample bootstrap" and alone["auc"] == got["auc"]
+    assert alone["ci"][1] - alone["ci"][0] < got["ci"][1] - got["ci"][0]
+    assert roc(neg, pos, n_boot=0)["ci"] is None
+
+
 def test_replay_returns_recorded_texts_without_the_old_victims_meta() -> None:
     s = Sample(id="s1", task="dialogue", context=("hi",), response="hello there", reference="hey")
     rec = {"attack": "jumbled-words", "family": "dialogue-rules", "direction": "R-", "sample_id": "s1",

@@ -270,6 +270,14 @@ def test_leave_one_family_out_never_fits_on_the_family_it_tests() -> None:
     assert out["a"]["detection"]["rate"] > 0.9 and out["b"]["detection"]["rate"] > 0.9
     assert out["c"]["coef"]["y"] < out["a"]["coef"]["y"]  # without c, detector 2 carries no weight
     assert out["c"]["detection"]["rate"] < out["a"]["detection"]["rate"]
+    # with conversations: the same counts, intervals that resample them (10 texts a conversation)
+    grouped = joint.leave_one_family_out(clean[:150], clean[150:], attacks, 0.01, ["x", "y"], ["", ""],
+                                         [f"d{i // 10}" for i in range(150)],
+                                         {f: [f"{f}{i // 10}" for i in range(50)] for f in attacks})
+    for f in attacks:
+        for k in ("detection", "fpr"):
+            assert grouped[f][k]["flagged"] == out[f][k]["flagged"] and grouped[f][k]["n"] == out[f][k]["n"]
+            assert out[f][k]["ci_method"] == "wilson" and grouped[f][k]["ci_method"] == "cluster-bootstrap"
     with pytest.raises(RobustevalError, match="both clean"):
         joint.fit(clean, np.zeros(300), clean, 0.01, ["x", "y"], ["", ""])
 
@@ -323,3 +331,19 @@ def test_calibrate_groups_fits_each_task_and_language_once_and_floors_at_the_def
     assert out["groups_too_small"] == {"summarization/en": 5} and "summarization/en" not in out["groups"]
     pooled = out["detectors"]["has_x"]
     assert pooled["n"] == 125 and pooled["threshold"] > 0.5  # the 5 "x x" texts (0.5) are 4 %: above 1 %
+
+
+def test_adversarial_samples_name_the_dataset_a_row_leaves_out() -> None:
+    """Rows of two result files loaded with --dataset may not say their dataset: they get the
+    one given, so the detection intervals keep two datasets' conversations apart."""
+    from robusteval.detectors.calibrate import adversarial_samples
+
+    from robusteval.attacks.base import ResultRow
+
+    base = {"s1": Sample(id="s1", task="dialogue", context=("Привет", "مرحبا"), response="你好")}
+    rows = [ResultRow("a", "f", "s1", "R-", "你好", "नमस्ते", "low").to_dict(),
+            ResultRow("a", "f", "s1", "R-", "你好", "Bonjour", "low", dataset="other").to_dict(),
+            ResultRow("a", "f", "s1", "R-", "你好", "你好", "low").to_dict()]  # unchanged: no text
+    got = adversarial_samples(rows, base, "dailydialog-zhao")
+    assert [(r["dataset"], s.response) for r, s in got] == [("dailydialog-zhao", "नमस्ते"), ("other", "Bonjour")]
+    assert got[0][1].context == base["s1"].context

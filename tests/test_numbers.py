@@ -546,3 +546,18 @@ def test_sign_test_counts_clusters_not_rows_and_is_exact() -> None:
     assert sign_test([-1.0] * 10)["p"] == pytest.approx(2 * 0.5 ** 10)  # no clusters: every value its own
     with pytest.raises(ValueError, match="1 cluster labels for 2 values"):
         sign_test([1.0, -1.0], ["a"])
+
+
+def test_auc_is_the_share_of_attacked_clean_pairs_ranked_right_ties_half() -> None:
+    from robusteval.stats import auc, auc_ci
+
+    neg, pos = [0.1, 0.4, 0.4, 0.9], [0.4, 0.8, 0.95]
+    pairs = [(1.0 if p > n else 0.5 if p == n else 0.0) for p in pos for n in neg]
+    assert auc(neg, pos) == pytest.approx(sum(pairs) / 12) == 0.75  # 9 of 12 pairs (two ties at 0.4)
+    assert auc([], pos) is None and auc(neg, []) is None
+    got = auc_ci(neg, pos, ["d0", "d0", "d1", "d2"], ["c0", "c1", "c1"], n_boot=200)
+    assert got["auc"] == 0.75 and (got["n_clean"], got["n_adversarial"]) == (4, 3)
+    assert got["ci_method"] == "two-sample cluster-bootstrap" and got["ci"][0] <= got["auc"] <= got["ci"][1]
+    assert auc_ci(neg, pos, ["d"] * 4, None)["ci"] is None  # one clean cluster: nothing to resample
+    with pytest.raises(ValueError, match="3 clean cluster labels for 4 texts"):
+        auc_ci(neg, pos, ["a", "b", "c"])

@@ -178,6 +178,14 @@ def test_detectors_that_rank_attacks_below_clean_text_are_called_out() -> None:
     callout = page.split('data-callout="inverted-detectors"')[1].split("</div>")[0]
     assert "backwards" in callout and "0.310" in callout and "chance" not in callout and "good" not in callout
     assert "backwards ranks the dialogue suite's attacked texts below clean text" in md
+    # with intervals: the AUC table prints them, and the callout says whether 0.5 is inside
+    roc = report["guard"]["roc"]["dialogue"]
+    roc["good"]["ci"], roc["backwards"]["ci"] = [0.84, 0.95], [0.2, 0.45]
+    md = markdown(report)
+    assert "| good | 0.900 [0.84, 0.95] |" in md and "ROC AUC 0.310 [0.20, 0.45], 80 attacked vs 50 clean; " \
+        "the interval stays below 0.5)" in md
+    roc["backwards"]["ci"] = [0.25, 0.55]
+    assert "the interval reaches 0.5: it may be noise" in markdown(report)
 
 
 def test_page_is_self_contained_with_the_tradeoff_plot_and_the_config_folded() -> None:

@@ -105,7 +105,7 @@ def run_evaluate(cfg: EvaluateConfig) -> int:
         if not dataset:
             raise RobustevalError(f"{path}: the result rows name no single dataset; pass --dataset")
         by_id = {s.id: s for s in load_samples(dataset, data_dir=cfg.data_dir)}
-        attacked += adversarial_samples(rows, by_id)
+        attacked += adversarial_samples(rows, by_id, dataset)
     clean = _clean(cfg, "heldout")
     out = Path(cfg.out_dir)
     log = JsonlLog(out / "suspicion.jsonl", key="key", resume=cfg.resume)

@@ -111,30 +111,37 @@ def false_positive_rates(dets: Sequence[Any], clean: Clean, clusters: Clusters |
     return out
 
 
-def roc(negatives: np.ndarray, positives: np.ndarray, max_points: int = 200) -> dict[str, Any]:
+def roc(negatives: np.ndarray, positives: np.ndarray, max_points: int = 200,
+        negative_clusters: Sequence[str] | None = None, positive_clusters: Sequence[str] | None = None,
+        n_boot: int = 1000) -> dict[str, Any]:
     """ROC of a suspicion score (higher = more suspicious): points (FPR, TPR) from the
-    strictest threshold to the loosest, and the area under the curve (ties count half)."""
+    strictest threshold to the loosest, and the area under the curve (ties count half) with
+    its interval (:func:`robusteval.stats.auc_ci`, resampling each side's clusters: a clean
+    text's conversation, an attacked row's dataset and context)."""
+    from robusteval.stats import auc_ci
+
     neg, pos = np.asarray(negatives, float), np.asarray(positives, float)
-    if not len(neg) or not len(pos):
-        return {"auc": None, "points": [], "n_clean": len(neg), "n_adversarial": len(pos)}
+    area = auc_ci(neg, pos, negative_clusters, positive_clusters, n_boot=n_boot)
+    if area["auc"] is None:
+        return {**area, "points": []}
     cuts = np.unique(np.concatenate([neg, pos]))[::-1]
     pts = [(0.0, 0.0)] + [(float(np.mean(neg >= c)), float(np.mean(pos >= c))) for c in cuts]
     if pts[-1] != (1.0, 1.0):
         pts.append((1.0, 1.0))
-    xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-    auc = float(np.sum((xs[1:] - xs[:-1]) * (ys[1:] + ys[:-1]) / 2))
     if len(pts) > max_points:  # keep the curve's shape, drop interior points evenly
         keep = np.unique(np.linspace(0, len(pts) - 1, max_points).round().astype(int))
         pts = [pts[i] for i in keep]
-    return {"auc": round(auc, 6), "points": [[round(x, 6), round(y, 6)] for x, y in pts],
-            "n_clean": len(neg), "n_adversarial": len(pos)}
+    return {**area, "points": [[round(x, 6), round(y, 6)] for x, y in pts]}
 
 
-def adversarial_suspicion(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, np.ndarray]:
+def adversarial_suspicion(rows: Sequence[dict[str, Any]],
+                          names: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
     """Each detector's suspicion of the adversarial texts of R- results, read from the guard
-    details the attack runner stored in the rows of a guarded victim."""
+    details the attack runner stored in the rows of a guarded victim, and each text's cluster
+    (:func:`robusteval.asr.cluster_of`: its dataset and context)."""
     out: dict[str, list[float]] = {n: [] for n in names}
-    from robusteval.asr import counted
+    keys: list[str] = []
+    from robusteval.asr import cluster_of, counted
 
     for r in counted(rows):
         if r.direction != "R-":
@@ -144,4 +151,5 @@ def adversarial_suspicion(rows: Sequence[dict[str, Any]], names: Sequence[str]) 
             continue
         for n in names:
             out[n].append(float(adv["suspicion"][n]))
-    return {n: np.array(v, dtype=float) for n, v in out.items()}
+        keys.append(cluster_of(r))
+    return {n: np.array(v, dtype=float) for n, v in out.items()}, keys

@@ -47,6 +47,7 @@ from robusteval.compare.guarding import (
 from robusteval.compare.judges import flip_checks, phrase_transfer
 from robusteval.config.compare import SHIPPED, CorrelationSpec
 from robusteval.errors import InputError, RobustevalError
+from robusteval.stats import scoped
 from robusteval.types import Sample
 
 VARIANTS = ("plain", "guarded", "trained", "guarded+trained", "smoothed", "smoothed+trained", "guarded+smoothed",
@@ -581,6 +582,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
         "false_positive_rate": false_positive_rates(dets, clean, clean_clusters), "roc": {}}
     pooled_clean = {d.name: np.concatenate([c[d.name][0] for c in clean.values()]) if clean else np.array([])
                     for d in dets}
+    pooled_keys = [scoped(set_name, k) for set_name in clean for k in clean_clusters[set_name]]
     suites: dict[str, Any] = {}
     for suite in cfg.suites:
         sd = suite_data[suite.name]
@@ -596,8 +598,9 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
             guarded_rows = guarded_rows or transfer  # the first victim's adversarial texts make the ROC positives
         phrase = phrase_transfer(sd.test, plain, dirs, out / slug(suite.name) / "phrase-transfer", resume,
                                  cfg.budget, suite.dataset, cfg.criteria, cfg.seed) if len(plain) > 1 else {}
-        adv = adversarial_suspicion(guarded_rows, [d.name for d in dets])
-        guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name]),
+        adv, adv_keys = adversarial_suspicion(guarded_rows, [d.name for d in dets])
+        guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name], negative_clusters=pooled_keys,
+                                                   positive_clusters=adv_keys, n_boot=cfg.n_boot),
                                              "threshold": per_detector[d.name]} for d in dets}
         suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
                               "attacks": suite.attacks, "adaptive": adaptive,

@@ -20,6 +20,13 @@ def num(v: float | None, nd: int = 3) -> str:
     return "–" if v is None else f"{v:.{nd}f}"
 
 
+def auc_cell(r: dict[str, Any]) -> str:
+    """An AUC with its interval, ``"0.812 [0.74, 0.88]"`` (a report made before the interval
+    existed shows the point alone)."""
+    ci = r.get("ci")
+    return num(r.get("auc")) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and r.get("auc") is not None else "")
+
+
 def table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
 
@@ -69,7 +76,10 @@ HEADLINE = ["suite", "victim", "variant", "R- ASR % [95% CI] (fooled/attacked)",
 def detector_warnings(report: dict[str, Any]) -> list[str]:
     """One sentence per detector that ranks attacked text below clean text (AUC < 0.5)."""
     return [f"{w['detector']} ranks the {w['suite']} suite's attacked texts below clean text (ROC AUC "
-            f"{w['auc']:.3f}, {w['n_adversarial']} attacked vs {w['n_clean']} clean): a random attacked text "
+            f"{auc_cell(w)}, {w['n_adversarial']} attacked vs {w['n_clean']} clean"
+            + ("" if not w.get("ci") else "; the interval stays below 0.5" if w["ci"][1] < 0.5
+               else "; the interval reaches 0.5: it may be noise")
+            + "): a random attacked text "
             "scores below a random clean one more often than not, so its flags on these attacks cost more "
             "clean text than they catch on the whole (see its ROC for single thresholds)"
             for w in inverted_detectors(report)]
@@ -342,8 +352,8 @@ def markdown(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
               f"`{g['thresholds_file']}`.", ""]
     lines += ["### False-positive rate % on held-out clean text", "", *table(*fpr_rows(g)), ""]
     suites = list(g["roc"])
-    lines += ["### Detector ROC AUC (clean held-out text vs R- adversarial text)", "",
-              *table(["detector", *suites], [[d, *(num(g["roc"][s][d]["auc"]) for s in suites)]
+    lines += ["### Detector ROC AUC [95% CI] (clean held-out text vs R- adversarial text)", "",
+              *table(["detector", *suites], [[d, *(auc_cell(g["roc"][s][d]) for s in suites)]
                                               for d in g["detectors"]]), ""]
     prov = report.get("provenance") or {}
     if prov:

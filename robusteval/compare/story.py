@@ -203,6 +203,6 @@ def inverted_detectors(report: dict[str, Any]) -> list[dict[str, Any]]:
     for suite, per in (report.get("guard") or {}).get("roc", {}).items():
         for det, r in per.items():
             if r.get("auc") is not None and r["auc"] < 0.5:
-                out.append({"suite": suite, "detector": det, "auc": r["auc"], "n_clean": r.get("n_clean"),
-                            "n_adversarial": r.get("n_adversarial")})
+                out.append({"suite": suite, "detector": det, "auc": r["auc"], "ci": r.get("ci"),
+                            "n_clean": r.get("n_clean"), "n_adversarial": r.get("n_adversarial")})
     return out
