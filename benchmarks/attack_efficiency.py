@@ -8,6 +8,11 @@ sample, on the best-rated response of the first 100 DailyDialog-Zhao contexts. R
 ASR, the victim texts really scored (counted in the victim for both), and the queries
 TextAttack's own counter reports (it counts cache hits as queries).
 
+robusteval's ``textfooler-pos`` also applies TextFooler's own two constraints by default (same
+part of speech, a sentence-similarity floor; Jin et al. 2020, §2.2), which the TextAttack side
+does not: the like-for-like row turns them off (``same_pos=False, min_sim=None``), and a third
+row runs the default attack, so the table shows what those constraints cost.
+
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/attack_efficiency.py [N]
 """
 
@@ -20,6 +25,7 @@ import time
 import numpy as np
 
 from robusteval import attacks, data, metrics
+from robusteval.attacks.constraints import USE_THRESHOLD
 from robusteval.attacks.victim import CachedVictim
 from robusteval.data.select import select
 from robusteval.paths import ensure_nltk_data_path, no_nltk_downloads
@@ -89,11 +95,15 @@ def main() -> int:
     # one victim per implementation: BERTScore's embedding cache must not carry over
     metric = metrics.load("bertscore", against="context")
     metric_ta = metrics.load("bertscore", against="context")
+    metric_full = metrics.load("bertscore", against="context")  # each arm its own metric: no warm embedding cache
 
     # warm-up both (imports, WordNet, model threads) on a sample outside the timed set
     warm = select(data.load("dailydialog-zhao"), "best-per-context")[n:n + 1] or samples[:1]
-    ours = attacks.load("textfooler-pos", goal="score-move", delta=DELTA, max_candidates=10_000)
-    ours.run(warm[0], CachedVictim(CountingMetric(metric)), budget=BUDGET)
+    same = attacks.load("textfooler-pos", goal="score-move", delta=DELTA, max_candidates=10_000, same_pos=False,
+                        min_sim=None)  # TextAttack's components: no POS or similarity constraint
+    full = attacks.load("textfooler-pos", goal="score-move", delta=DELTA, max_candidates=10_000)
+    for attack, m in ((same, metric), (full, metric_full)):  # models and WordNet loaded before any clock starts
+        attack.run(warm[0], CachedVictim(CountingMetric(m)), budget=BUDGET)
     textattack_attack(CountingMetric(metric_ta), warm[0]).attack(warm[0].response, 0)
 
     from textattack.attack_results import SkippedAttackResult
@@ -101,13 +111,19 @@ def main() -> int:
     from robusteval.attacks.base import COUNTED_OUTCOMES
     from robusteval.stats import pct, proportion
 
-    ours_metric = CountingMetric(metric)
-    t = time.perf_counter()
-    ours_verdicts: list[bool | None] = []  # None: not attacked (no word the constraints allow to change)
-    for s in samples:
-        r = ours.run(s, CachedVictim(ours_metric), budget=BUDGET)
-        ours_verdicts.append(bool(r.meta.get("goal_reached")) if r.outcome in COUNTED_OUTCOMES else None)
-    ours_time = time.perf_counter() - t
+    def run_ours(attack, m):
+        """(verdicts, texts scored, seconds); a verdict is None where the sample was not attacked
+        (no word the constraints allow to change). A fresh counting victim: no shared cache."""
+        counter = CountingMetric(m)
+        t = time.perf_counter()
+        verdicts: list[bool | None] = []
+        for s in samples:
+            r = attack.run(s, CachedVictim(counter), budget=BUDGET)
+            verdicts.append(bool(r.meta.get("goal_reached")) if r.outcome in COUNTED_OUTCOMES else None)
+        return verdicts, counter.texts, time.perf_counter() - t
+
+    ours_verdicts, ours_texts, ours_time = run_ours(same, metric)
+    full_verdicts, full_texts, full_time = run_ours(full, metric_full)
 
     ta_metric = CountingMetric(metric_ta)
     t = time.perf_counter()
@@ -122,19 +138,23 @@ def main() -> int:
 
     # one denominator for both: the samples both attacked (TextAttack counts a sample with no
     # word to change as a failed attack; robusteval does not attack it)
-    both = [i for i in range(len(samples)) if ours_verdicts[i] is not None and ta_verdicts[i] is not None]
+    arms = [("robusteval textfooler-pos, TextAttack's components", ours_verdicts, ours_texts, ours_texts, ours_time),
+            ("TextAttack (same components)", ta_verdicts, ta_metric.texts, ta_queries, ta_time),
+            (f"robusteval textfooler-pos as shipped (+ same POS, similarity >= {USE_THRESHOLD:.2f})", full_verdicts,
+             full_texts,
+             full_texts, full_time)]
+    both = [i for i in range(len(samples)) if all(arm[1][i] is not None for arm in arms)]
     print(f"TextFooler-style R+ attack, goal: BERTScore drop >= {DELTA:g}, budget {BUDGET}, "
-          f"{len(samples)} samples (of {n} asked); ASR over the {len(both)} both attacked "
-          f"(not attacked: robusteval {ours_verdicts.count(None)}, TextAttack {ta_verdicts.count(None)})\n")
+          f"{len(samples)} samples (of {n} asked); ASR over the {len(both)} every arm attacked "
+          f"(not attacked: robusteval {ours_verdicts.count(None)}, TextAttack {ta_verdicts.count(None)}, "
+          f"robusteval as shipped {full_verdicts.count(None)})\n")
     print("| implementation | ASR % [95% CI] (fooled/attacked) | victim texts scored | queries it reports | time (s) |")
     print("|---|---|---|---|---|")
-    for label, verdicts, texts, queries, secs in (
-            ("robusteval textfooler-pos", ours_verdicts, ours_metric.texts, ours_metric.texts, ours_time),
-            ("TextAttack (same components)", ta_verdicts, ta_metric.texts, ta_queries, ta_time)):
+    for label, verdicts, texts, queries, secs in arms:
         common = [bool(verdicts[i]) for i in both]
         print(f"| {label} | {pct(proportion(common))} ({sum(common)}/{len(common)}) | {texts} | {queries} | "
               f"{secs:.1f} |")
-    print(f"\nreal-call ratio TextAttack / robusteval: {ta_metric.texts / max(ours_metric.texts, 1):.2f}")
+    print(f"\nreal-call ratio TextAttack / robusteval (same components): {ta_metric.texts / max(ours_texts, 1):.2f}")
     return 0
 
 
