@@ -594,8 +594,9 @@ def test_report_renders_in_headless_chromium(compared, tmp_path) -> None:
 
 
 def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(compared, tmp_path, capsys) -> None:
-    """A run written before ``_flagged.contexts`` existed gets them from its score logs, so its
-    pooled flag interval is clustered by context like a new run's."""
+    """A run written before ``_flagged.contexts`` (or the per-set Spearman changes) existed gets
+    them from its score logs, so its pooled flag interval is clustered by context like a new
+    run's."""
     from robusteval.compare.render import render_report
     from robusteval.compare.story import flagged_pooled
 
@@ -607,6 +608,7 @@ def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(com
     guarded = stripped["suites"]["dialogue"]["victims"]["tiny evaluator"]["variants"]["guarded"]
     for per in guarded["correlation"].values():
         per["_flagged"].pop("contexts")
+    guarded["validity"]["change_vs_plain"].pop("per_set")  # and a report from before per-set changes
     assert flagged_pooled(guarded["correlation"])["ci_method"] == "wilson"
     (old / "report.json").write_text(json.dumps(stripped))
     again = render_report(old)

@@ -290,6 +290,10 @@ def test_add_validity_pairs_the_bootstrap_and_matches_mean_spearman(tmp_path) ->
     assert ch["mean"] == pytest.approx(variants["trained"]["mean_spearman"] - variants["plain"]["mean_spearman"],
                                        abs=1e-6)
     assert ch["ci"][0] < ch["mean"] < ch["ci"][1] < 0
+    # one set, one aspect: its per-set change is the mean change, with the same paired draws
+    assert ch["per_set"] == {"rated": {"overall": {"change": ch["mean"], "ci": ch["ci"]}}}
+    assert variants["guarded"]["validity"]["change_vs_plain"]["per_set"]["rated"]["overall"] == {
+        "change": 0.0, "ci": [0.0, 0.0]}
 
 
 def test_render_report_rewrites_the_pages_from_report_json(tmp_path, capsys) -> None:
@@ -412,4 +416,17 @@ def test_add_validity_pairs_by_set_and_aspect_when_variants_skip_different_ones(
     assert (flat_b["n_pairs"], flat_b["unpaired"]) == (2, ["b/fluency", "b/overall"])
     # each variant compared with plain on the keys both have: same scores there, so no change and no spread
     assert skips["mean"] == 0.0 and skips["ci"] == [0.0, 0.0]
+    assert set(skips["per_set"]) == {"b"} and set(flat_b["per_set"]) == {"a"}  # only the pairs both have
     assert flat_b["mean"] == 0.0 and flat_b["ci"] == [0.0, 0.0]
+
+
+def test_the_correlation_table_shows_each_defended_variants_change_per_set() -> None:
+    report = make_report(trained_r=0.3)
+    victim = report["suites"]["dialogue"]["victims"]["toy victim"]
+    victim["variants"]["trained"]["validity"] = {"change_vs_plain": {"per_set": {
+        "set-0": {"overall": {"change": -0.1, "ci": [-0.18, -0.03]}}, "set-1": {"overall": {"change": -0.1, "ci": None}}}}}
+    md = markdown(report)
+    row0 = next(line for line in md.splitlines() if line.startswith("| set-0 | overall | 40 |"))
+    assert row0.endswith("| 0.295 [0.19, 0.40] (Δ -0.100 [-0.18, -0.03]) |")  # trained, the last column
+    assert "| 0.400 [0.30, 0.50] |" in row0  # plain: no change of its own
+    assert "(Δ -0.100) |" in md  # no interval recorded: the point alone

@@ -366,7 +366,8 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
     """Adds ``validity`` to every available variant: its mean Spearman (over the sets and
     aspects, as :func:`mean_spearman`) with a 95 % interval and, for every variant but plain,
     the change from plain's with a *paired* interval: on the (set, aspect) correlations both
-    have (``n_pairs``; ``unpaired`` names the ones only one has). One cluster-bootstrap plan per set
+    have (``n_pairs``; ``unpaired`` names the ones only one has), and per set and aspect
+    (``per_set[set][aspect]``: ``{change, ci}``). One cluster-bootstrap plan per set
     (whole contexts resampled, :func:`robusteval.stats.cluster_bootstrap_indices`) is shared by
     every variant, each correlation is :func:`robusteval.metaeval.correlation`, and the scores
     are the ones logged under ``<variant>/scores/`` (so a finished run can get them later)."""
@@ -411,6 +412,17 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
         defined = ~np.all(np.isnan(table), axis=0)
         return [float(np.nanmean(table[:, b])) if defined[b] else np.nan for b in range(n_boot)]
 
+    def per_set_changes(v: str, keys: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+        """Per set and aspect: ``v``'s Spearman minus plain's with the paired interval of the
+        per-draw differences (the issue targets bound the drop on *every* set, not the mean)."""
+        out: dict[str, dict[str, Any]] = {}
+        for set_name, aspect in keys:
+            diff = np.array(draws[v][(set_name, aspect)]) - np.array(draws["plain"][(set_name, aspect)])
+            out.setdefault(set_name, {})[aspect] = {
+                "change": _r(point[v][(set_name, aspect)] - point["plain"][(set_name, aspect)]),
+                "ci": interval(diff.tolist())}
+        return out
+
     for v in names:
         entry = {"mean_spearman": {"mean": variants[v].get("mean_spearman"), "ci": interval(means(v, list(draws[v]))),
                                    "ci_method": "context-bootstrap", "n_boot": n_boot}}
@@ -420,7 +432,8 @@ def add_validity(variants: dict[str, Any], out: Path, sets: dict[str, list[Sampl
                 "mean": _r(float(np.mean([point[v][key] - point["plain"][key] for key in shared]))),
                 "ci": interval([m - p for m, p in zip(means(v, shared), means("plain", shared), strict=True)]),
                 "ci_method": "paired context-bootstrap", "n_boot": n_boot, "n_pairs": len(shared),
-                "unpaired": sorted(f"{s}/{a}" for s, a in set(draws[v]) ^ set(draws["plain"]))}
+                "unpaired": sorted(f"{s}/{a}" for s, a in set(draws[v]) ^ set(draws["plain"])),
+                "per_set": per_set_changes(v, shared)}
         variants[v]["validity"] = entry
 
 

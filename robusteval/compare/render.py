@@ -21,6 +21,15 @@ def lacks_flag_contexts(victim: dict[str, Any]) -> bool:
                for per in (e.get("correlation") or {}).values())
 
 
+def lacks_validity(entry: dict[str, Any]) -> bool:
+    """An available variant without the ``validity`` intervals, or whose paired change from
+    plain predates the per-set changes (``change_vs_plain.per_set``)."""
+    if not entry.get("available"):
+        return False
+    v = entry.get("validity")
+    return v is None or ("change_vs_plain" in v and "per_set" not in v["change_vs_plain"])
+
+
 def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None) -> list[str]:
     """Adds what a run made before they existed lacks, from its logged scores and the
     correlation sets named in its config: the ``validity`` intervals
@@ -35,7 +44,7 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     from robusteval.results import slug
 
     todo = [(s, v) for s, suite in report["suites"].items() for v, victim in suite["victims"].items()
-            if any(e.get("available") and "validity" not in e for e in victim["variants"].values())
+            if any(lacks_validity(e) for e in victim["variants"].values())
             or lacks_flag_contexts(victim)]
     if not todo:
         return []
@@ -51,7 +60,7 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     for sname, vname in todo:
         folder = out / slug(sname) / slug(vname)
         variants = report["suites"][sname]["victims"][vname]["variants"]
-        if any(e.get("available") and "validity" not in e for e in variants.values()):
+        if any(lacks_validity(e) for e in variants.values()):
             add_validity(variants, folder, data[sname].correlation, cfg.n_boot, cfg.seed)
         add_flag_contexts(variants, folder, data[sname].correlation)
         done.append(f"{sname}/{vname}")

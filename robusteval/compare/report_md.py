@@ -192,6 +192,18 @@ def fpr_rows(guard: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["detector", "threshold", *(f"FPR % [95% CI] {s}" for s in sets)], rows
 
 
+def set_change(variant: dict[str, Any], cset: str, aspect: str) -> str:
+    """`` (Δ -0.044 [-0.09, +0.00])``: a defended variant's paired Spearman change from plain's
+    on one set and aspect (``validity.change_vs_plain.per_set``), or nothing where the report
+    has none (plain; a report made before per-set changes were recorded)."""
+    per = ((variant.get("validity") or {}).get("change_vs_plain") or {}).get("per_set") or {}
+    e = (per.get(cset) or {}).get(aspect)
+    if not e or e.get("change") is None:
+        return ""
+    ci = e.get("ci")
+    return f" (Δ {e['change']:+.3f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + ")"
+
+
 def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     vs = available(victim)
     first = victim["variants"][vs[0]]["correlation"]
@@ -206,7 +218,8 @@ def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]
                 entry = victim["variants"][v]["correlation"][cset].get(aspect) or {}
                 sp = entry.get("spearman") or {}
                 ci = sp.get("ci95")
-                cells.append(num(sp.get("r")) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+                cells.append(num(sp.get("r")) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                             + set_change(victim["variants"][v], cset, aspect))
             rows.append([cset, aspect, str(per[aspect].get("n", "")), *cells])
     return ["set", "aspect", "n", *(LABEL[v] for v in vs)], rows
 
