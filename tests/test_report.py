@@ -430,3 +430,17 @@ def test_the_correlation_table_shows_each_defended_variants_change_per_set() -> 
     assert row0.endswith("| 0.295 [0.19, 0.40] (Δ -0.100 [-0.18, -0.03]) |")  # trained, the last column
     assert "| 0.400 [0.30, 0.50] |" in row0  # plain: no change of its own
     assert "(Δ -0.100) |" in md  # no interval recorded: the point alone
+
+
+def test_a_clear_drop_on_one_set_is_a_cost_even_when_the_mean_is_within_tolerance() -> None:
+    report = make_report(guard_flags=(0, 40), trained_r=0.405)  # mean Spearman unchanged
+    trained = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["trained"]
+    per = {"set-0": {"overall": {"change": -0.09, "ci": [-0.15, -0.03]}},  # clearly below -0.02
+           "set-1": {"overall": {"change": -0.05, "ci": [-0.12, 0.01]}}}  # below on the point, noise
+    trained["validity"] = {"change_vs_plain": {"mean": 0.0, "ci": [-0.01, 0.01], "per_set": per}}
+    by = {s.variant: s for s in stories(report)[0].variants}
+    assert "Spearman on set-0 (overall) -0.090 [-0.15, -0.03]" in by["trained"].costs
+    assert not any("set-1" in c for c in by["trained"].costs)
+    assert by["trained"].verdict != "recommended"
+    per["set-0"]["overall"]["ci"] = [-0.15, 0.01]  # the same point, an interval that reaches 0
+    assert not any("set-0" in c for c in {s.variant: s for s in stories(report)[0].variants}["trained"].costs)

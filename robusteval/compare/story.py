@@ -10,7 +10,10 @@ The rule (docs/compare.md, "Reading the report"): a defended variant is **recomm
 lowers the R- ASR (text made worse and still scored at least as high as the reference) and each
 of its validity costs stays within :class:`Tolerance`:
 
-* its mean Spearman with human judgments falls by at most ``spearman_drop`` from ``plain``'s;
+* its mean Spearman with human judgments falls by at most ``spearman_drop`` from ``plain``'s,
+  and on no single set and aspect does it fall *clearly* further (the paired interval of that
+  set's change lying wholly below ``-spearman_drop``: a drop the mean hides, told apart from the
+  noise of a small set);
 * the guard flags at most ``flagged`` of the rated (clean, human-judged) responses: a flagged
   response is floored, penalized or refused, so the metric no longer scores it;
 * its R+ invariance failures (meaning kept, score moved) rise by at most ``invariance_rise``.
@@ -110,6 +113,15 @@ def _validity(entry: dict[str, Any]) -> tuple[list[float] | None, float | None, 
     return ms.get("ci"), ch.get("mean"), ch.get("ci")
 
 
+def clear_set_drops(entry: dict[str, Any], tol: Tolerance) -> list[tuple[str, dict[str, Any]]]:
+    """The sets (and aspects) on which a variant's Spearman fell clearly beyond the tolerance:
+    the paired interval of the change from plain's (``validity.change_vs_plain.per_set``) lies
+    wholly below ``-tol.spearman_drop``."""
+    per = (((entry.get("validity") or {}).get("change_vs_plain") or {}).get("per_set")) or {}
+    return [(f"{cset} ({aspect})", e) for cset, aspects in sorted(per.items()) for aspect, e in sorted(aspects.items())
+            if e.get("ci") and e["ci"][1] < -tol.spearman_drop]
+
+
 def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], tol: Tolerance) -> VariantStory:
     d, pd = entry.get("by_direction") or {}, plain.get("by_direction") or {}
     ms_ci, change, change_ci = _validity(entry)
@@ -135,6 +147,8 @@ def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], to
         s.invariance_change = round(rp - prp, 6)
     if s.spearman_change is not None and s.spearman_change < -tol.spearman_drop:
         s.costs.append(f"mean Spearman {s.spearman_change:+.3f}")
+    s.costs += [f"Spearman on {where} {e['change']:+.3f} [{e['ci'][0]:+.2f}, {e['ci'][1]:+.2f}]"
+                for where, e in clear_set_drops(entry, tol)]
     fr = rate_of(s.flagged)
     if fr is not None and fr > tol.flagged:
         assert s.flagged is not None

@@ -325,7 +325,8 @@ class Tolerance:
     (:mod:`robusteval.compare.story`; fractions, not %).
 
     Args:
-        spearman_drop: largest fall of the mean Spearman with people
+        spearman_drop: largest fall of the mean Spearman with people (and a set whose paired
+            interval of the change lies wholly below minus this is a cost too)
         flagged: largest share of the rated responses a guard may flag
         invariance_rise: largest rise of the R+ invariance-failure rate
     """
@@ -335,7 +336,8 @@ class Tolerance:
     invariance_rise: float = 0.05  # R+ invariance failures, in points of rate
 
     def describe(self) -> str:
-        return (f"mean Spearman falls by at most {self.spearman_drop:g}, at most {100 * self.flagged:g} % of the "
+        return (f"mean Spearman falls by at most {self.spearman_drop:g} (and on no set clearly further: its paired "
+                f"interval wholly below -{self.spearman_drop:g}), at most {100 * self.flagged:g} % of the "
                 f"rated responses flagged, R+ invariance failures up by at most {100 * self.invariance_rise:g} points")
 
 
