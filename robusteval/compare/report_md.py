@@ -196,12 +196,11 @@ def set_change(variant: dict[str, Any], cset: str, aspect: str) -> str:
     """`` (Δ -0.044 [-0.09, +0.00])``: a defended variant's paired Spearman change from plain's
     on one set and aspect (``validity.change_vs_plain.per_set``), or nothing where the report
     has none (plain; a report made before per-set changes were recorded)."""
+    from robusteval.metaeval import fmt_change
+
     per = ((variant.get("validity") or {}).get("change_vs_plain") or {}).get("per_set") or {}
     e = (per.get(cset) or {}).get(aspect)
-    if not e or e.get("change") is None:
-        return ""
-    ci = e.get("ci")
-    return f" (Δ {e['change']:+.3f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + ")"
+    return "" if not e or e.get("change") is None else f" (Δ {fmt_change(e)})"
 
 
 def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

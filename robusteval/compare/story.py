@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robusteval.config.compare import Tolerance  # the command's tolerance block; defined with the config
+from robusteval.metaeval import fmt_change
 from robusteval.stats import flag_rate
 
 DEFAULT_TOLERANCE = Tolerance()
@@ -147,8 +148,7 @@ def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], to
         s.invariance_change = round(rp - prp, 6)
     if s.spearman_change is not None and s.spearman_change < -tol.spearman_drop:
         s.costs.append(f"mean Spearman {s.spearman_change:+.3f}")
-    s.costs += [f"Spearman on {where} {e['change']:+.3f} [{e['ci'][0]:+.2f}, {e['ci'][1]:+.2f}]"
-                for where, e in clear_set_drops(entry, tol)]
+    s.costs += [f"Spearman on {where} {fmt_change(e)}" for where, e in clear_set_drops(entry, tol)]
     fr = rate_of(s.flagged)
     if fr is not None and fr > tol.flagged:
         assert s.flagged is not None
