@@ -109,7 +109,7 @@ def main() -> int:
     from textattack.attack_results import SkippedAttackResult
 
     from robusteval.attacks.base import COUNTED_OUTCOMES
-    from robusteval.stats import pct, proportion
+    from robusteval.stats import pct, proportion, sign_test
 
     def run_ours(attack, m):
         """(verdicts, texts scored, seconds); a verdict is None where the sample was not attacked
@@ -155,6 +155,13 @@ def main() -> int:
         print(f"| {label} | {pct(proportion(common))} ({sum(common)}/{len(common)}) | {texts} | {queries} | "
               f"{secs:.1f} |")
     print(f"\nreal-call ratio TextAttack / robusteval (same components): {ta_metric.texts / max(ours_texts, 1):.2f}")
+    # the two like-for-like arms on the same samples: McNemar's exact test is the sign test of the
+    # per-sample differences (only the samples one arm fooled and the other did not count)
+    t = sign_test([float(ta_verdicts[i]) - float(ours_verdicts[i]) for i in both],
+                  [samples[i].conversation_key() for i in both])
+    p = "n/a" if t["p"] is None else f"{t['p']:.3g}"
+    print(f"paired, same samples: TextAttack alone fooled {t['up']}, robusteval alone {t['down']}; "
+          f"exact two-sided p = {p}")
     return 0
 
 

@@ -129,7 +129,8 @@ def change_cell(entry: dict[str, Any]) -> str:
         return "0 (no row changed)"  # a bootstrap of all-zero differences is a point, not an interval
     ci = "" if c["ci"] is None else f" [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}]"
     t = entry["sign_test"]
-    return f"{100 * c['mean']:+.1f}{ci}; {t['down']}↓ {t['up']}↑, p = {t['p']:.3g}"
+    p = "n/a (no context moved on balance)" if t["p"] is None else f"{t['p']:.3g}"
+    return f"{100 * c['mean']:+.1f}{ci}; {t['down']}↓ {t['up']}↑, p = {p}"
 
 
 def asr_tables(pairs: list[tuple[list[ResultRow], list[ResultRow]]], labels: list[str], by: str) -> list[str]:

@@ -153,6 +153,8 @@ def auc(negatives: Sequence[float] | np.ndarray, positives: Sequence[float] | np
     from scipy.stats import rankdata
 
     neg, pos = np.asarray(negatives, float), np.asarray(positives, float)
+    if not (np.all(np.isfinite(neg)) and np.all(np.isfinite(pos))):
+        raise ValueError("auc: every score must be a finite number (a detector's suspicion is in [0, 1])")
     if not len(neg) or not len(pos):
         return None
     ranks = rankdata(np.concatenate([pos, neg]))

@@ -121,6 +121,10 @@ def test_paired_bases_prints_the_paired_change_and_spearman_per_set(tmp_path, ca
     assert "| 5 → 3 (8) | **-25.0 [" in out
     # the sign test over the 8 contexts: 3 fooled less, 1 more, 4 tied; binomial p of 3 of 4
     assert "; 3↓ 1↑, p = 0.625**" in out
+    # rows that moved both ways inside one context: no p, said so (not a crash)
+    cell = paired.change_cell({"change": {"mean": 0.0, "ci": [-0.5, 0.5]}, "only_before": 1, "only_after": 1,
+                               "sign_test": {"down": 0, "up": 0, "tied": 1, "p": None}})
+    assert cell == "+0.0 [-50.0, +50.0]; 0↓ 0↑, p = n/a (no context moved on balance)"
     assert "| zh-set | 0.300 → 0.250 | 0.300 → 0.250 | -0.050 |" in out
     assert "| ar-set | 0.200 → 0.240 | 0.200 → 0.240 | +0.040 |" in out
     assert "sets whose mean change is below −0.02: 1 of 2" in out
@@ -249,7 +253,7 @@ def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypa
         table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| test split |" in line]
         counts[scheme] = [int(r[2]) for r in table]
         # one metric against itself: a paired difference of exactly 0 on every draw, so "yes"
-        assert {(r[6], r[7]) for r in table} == {("+0.000 [+0.00, +0.00]", "yes |")}
+        assert {(r[6], r[7]) for r in table} == {("+0.000 [+0.000, +0.000]", "yes |")}
         names = [spec.split(":")[0] for spec in be.IN_DOMAIN]
         assert counts[scheme] == [sum(split_of(n, s, 0.1, 0.2, 0) == "test" and bool(s.human) for s in rows)
                                   for n in names]
@@ -341,3 +345,31 @@ def test_judge_attacks_validity_change_pairs_the_items_both_variants_scored() ->
     assert ja.change_cell(plain, other).startswith(f"{got['change']:+.3f} [")
     bare = ja.change_cell(entry({f"s{i}": float(i) for i in range(12)}, keep_items=False), other)
     assert "no paired interval" in bare and ja.validity_change(plain, {"spearman": {"r": 0.5}}) is None
+
+
+def test_smoothing_validity_prints_both_spearmans_and_the_paired_change(monkeypatch, capsys) -> None:
+    """Each set's plain and smoothed Spearman and the paired change, on the rated samples only."""
+    sv = _load("smoothing_validity")
+    texts = ["résumé court", "总结很好", "ملخص جيد", "अच्छा सारांश", "хорошее резюме", "a fine summary"]
+    rows = [Sample(id=f"d{i}", task="summarization", context=(f"document {i}",), response=texts[i % 6] + " x" * i,
+                   reference="ref", human={} if i == 3 else {"consistency": float(i % 4)}) for i in range(24)]
+    monkeypatch.setattr(sv.data, "load", lambda name: rows)
+    monkeypatch.setenv("ROBUSTEVAL_DATA", "unused: data.load is replaced")
+
+    class Length:
+        def score(self, samples):
+            return [float(len(s.response)) for s in samples]
+
+    class Reversed:
+        def score(self, samples):
+            return [-float(len(s.response)) for s in samples]
+
+    monkeypatch.setattr(sv.metrics, "load", lambda *a, **k: Length())
+    monkeypatch.setattr(sv, "smooth", lambda metric, *a, **k: Reversed())
+    assert sv.main(["--sets", "toy", "--n-boot", "50"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| toy |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:3] == ["consistency", "23"]  # the unrated sample left out
+    plain, smoothed = float(cells[3].split()[0]), float(cells[4].split()[0])
+    assert smoothed == pytest.approx(-plain, abs=1e-3)
+    assert cells[5].startswith(f"{smoothed - plain:+.3f} [")

@@ -614,6 +614,13 @@ def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(com
     again = render_report(old)
     assert "render_report:" not in capsys.readouterr().err
     assert again == report  # every context count back, nothing else changed
+    # the score logs deleted since: the recorded validity stays as it was, never blanked
+    (old / "report.json").write_text(json.dumps(stripped))
+    for log in old.rglob("scores/*.jsonl"):
+        log.unlink()
+    kept = render_report(old)["suites"]["dialogue"]["victims"]["tiny evaluator"]["variants"]
+    for name, entry in stripped["suites"]["dialogue"]["victims"]["tiny evaluator"]["variants"].items():
+        assert kept[name].get("validity") == entry.get("validity"), name
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "compare")

@@ -543,6 +543,13 @@ def test_sign_test_counts_clusters_not_rows_and_is_exact() -> None:
     got = sign_test([-1.0, 1.0, -1.0, -1.0, 1.0], ["c0", "c0", "c1", "c1", "c2"])
     assert got == {"down": 1, "up": 1, "tied": 1, "p": pytest.approx(1.0)}
     assert sign_test([0.0, 0.0], ["a", "b"])["p"] is None and sign_test([], [])["p"] is None
+    # rows moved both ways inside one context only: no context moved on balance, so no p
+    from robusteval.asr import paired_change
+
+    before = [row(sample="s0", fooled=True), row(attack="b", sample="s0", fooled=False)]
+    after = [row(sample="s0", fooled=False), row(attack="b", sample="s0", fooled=True)]
+    both_ways = paired_change([(before, after)])["f (R-)"]
+    assert (both_ways["only_before"], both_ways["only_after"], both_ways["sign_test"]["p"]) == (1, 1, None)
     assert sign_test([-1.0] * 10)["p"] == pytest.approx(2 * 0.5 ** 10)  # no clusters: every value its own
     with pytest.raises(ValueError, match="1 cluster labels for 2 values"):
         sign_test([1.0, -1.0], ["a"])
@@ -561,3 +568,5 @@ def test_auc_is_the_share_of_attacked_clean_pairs_ranked_right_ties_half() -> No
     assert auc_ci(neg, pos, ["d"] * 4, None)["ci"] is None  # one clean cluster: nothing to resample
     with pytest.raises(ValueError, match="3 clean cluster labels for 4 texts"):
         auc_ci(neg, pos, ["a", "b", "c"])
+    with pytest.raises(ValueError, match="finite"):  # a NaN would rank anywhere: refused, not printed as nan
+        auc([0.1, float("nan")], pos)

@@ -185,7 +185,7 @@ def test_detectors_that_rank_attacks_below_clean_text_are_called_out() -> None:
     assert "| good | 0.900 [0.84, 0.95] |" in md and "ROC AUC 0.310 [0.20, 0.45], 80 attacked vs 50 clean; " \
         "the interval stays below 0.5)" in md
     roc["backwards"]["ci"] = [0.25, 0.55]
-    assert "the interval reaches 0.5: it may be noise" in markdown(report)
+    assert "single thresholds); but the interval reaches 0.5, so this may be noise" in markdown(report)
 
 
 def test_page_is_self_contained_with_the_tradeoff_plot_and_the_config_folded() -> None:
@@ -427,7 +427,7 @@ def test_the_correlation_table_shows_each_defended_variants_change_per_set() -> 
         "set-0": {"overall": {"change": -0.1, "ci": [-0.18, -0.03]}}, "set-1": {"overall": {"change": -0.1, "ci": None}}}}}
     md = markdown(report)
     row0 = next(line for line in md.splitlines() if line.startswith("| set-0 | overall | 40 |"))
-    assert row0.endswith("| 0.295 [0.19, 0.40] (Δ -0.100 [-0.18, -0.03]) |")  # trained, the last column
+    assert row0.endswith("| 0.295 [0.19, 0.40] (Δ -0.100 [-0.180, -0.030]) |")  # trained, the last column
     assert "| 0.400 [0.30, 0.50] |" in row0  # plain: no change of its own
     assert "(Δ -0.100) |" in md  # no interval recorded: the point alone
 
@@ -439,7 +439,7 @@ def test_a_clear_drop_on_one_set_is_a_cost_even_when_the_mean_is_within_toleranc
            "set-1": {"overall": {"change": -0.05, "ci": [-0.12, 0.01]}}}  # below on the point, noise
     trained["validity"] = {"change_vs_plain": {"mean": 0.0, "ci": [-0.01, 0.01], "per_set": per}}
     by = {s.variant: s for s in stories(report)[0].variants}
-    assert "Spearman on set-0 (overall) -0.090 [-0.15, -0.03]" in by["trained"].costs
+    assert "Spearman on set-0 (overall) -0.090 [-0.150, -0.030]" in by["trained"].costs
     assert not any("set-1" in c for c in by["trained"].costs)
     assert by["trained"].verdict != "recommended"
     per["set-0"]["overall"]["ci"] = [-0.15, 0.01]  # the same point, an interval that reaches 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     it was (the HTML then shows the change without an interval, the flag rate with Wilson's
     interval over responses) and says why on stderr."""
     from robusteval.compare.config import parse
-    from robusteval.compare.pipeline import SuiteData, add_validity
+    from robusteval.compare.pipeline import SuiteData
     from robusteval.errors import RobustevalError
     from robusteval.results import slug
 
@@ -60,11 +61,38 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     for sname, vname in todo:
         folder = out / slug(sname) / slug(vname)
         variants = report["suites"][sname]["victims"][vname]["variants"]
+        before = json.dumps(variants, sort_keys=True)
         if any(lacks_validity(e) for e in variants.values()):
-            add_validity(variants, folder, data[sname].correlation, cfg.n_boot, cfg.seed)
+            fill_validity(variants, folder, data[sname].correlation, cfg.n_boot, cfg.seed)
         add_flag_contexts(variants, folder, data[sname].correlation)
-        done.append(f"{sname}/{vname}")
+        if json.dumps(variants, sort_keys=True) != before:
+            done.append(f"{sname}/{vname}")
     return done
+
+
+def fill_validity(variants: dict[str, Any], folder: Path, sets: dict[str, list[Any]], n_boot: int, seed: int) -> None:
+    """What :func:`lacks_validity` finds missing, from the score logs, and nothing else: a
+    variant without ``validity`` gets the whole entry (as
+    :func:`robusteval.compare.pipeline.add_validity` writes it); a variant whose recorded
+    change predates the per-set changes gets ``per_set`` alone, and only where the logs gave
+    it: what the report already holds is never recomputed or replaced (logs deleted since the
+    run leave it as it was)."""
+    from robusteval.compare.pipeline import add_validity
+
+    fresh = copy.deepcopy(variants)
+    for e in fresh.values():
+        e.pop("validity", None)
+    add_validity(fresh, folder, sets, n_boot, seed)
+    for v, e in variants.items():
+        got = fresh[v].get("validity")
+        if not lacks_validity(e) or not got:
+            continue
+        if "validity" not in e:
+            e["validity"] = got
+            continue
+        per = (got.get("change_vs_plain") or {}).get("per_set")
+        if per:
+            e["validity"]["change_vs_plain"]["per_set"] = per
 
 
 def add_flag_contexts(variants: dict[str, Any], out: Path, sets: dict[str, list[Any]]) -> None:

@@ -77,11 +77,12 @@ def detector_warnings(report: dict[str, Any]) -> list[str]:
     """One sentence per detector that ranks attacked text below clean text (AUC < 0.5)."""
     return [f"{w['detector']} ranks the {w['suite']} suite's attacked texts below clean text (ROC AUC "
             f"{auc_cell(w)}, {w['n_adversarial']} attacked vs {w['n_clean']} clean"
-            + ("" if not w.get("ci") else "; the interval stays below 0.5" if w["ci"][1] < 0.5
-               else "; the interval reaches 0.5: it may be noise")
+            + ("" if not w.get("ci") or w["ci"][1] >= 0.5 else "; the interval stays below 0.5")
             + "): a random attacked text "
             "scores below a random clean one more often than not, so its flags on these attacks cost more "
             "clean text than they catch on the whole (see its ROC for single thresholds)"
+            + ("" if not w.get("ci") or w["ci"][1] < 0.5 else
+               "; but the interval reaches 0.5, so this may be noise")
             for w in inverted_detectors(report)]
 
 

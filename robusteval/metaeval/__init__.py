@@ -93,7 +93,9 @@ def correlation_change(before: np.ndarray, after: np.ndarray, human: np.ndarray,
     Returns ``{"before", "after", "change", "ci", "ci_method", "n", "n_contexts", "n_boot"}``;
     ``change`` is after - before (negative: ``after`` agrees less with people) and is None when
     either correlation is undefined. Items where either side is not finite are left out of
-    both, so both correlate the same items (``n``).
+    both, so both correlate the same items (``n``). (``compare``'s validity differs on purpose:
+    there each variant correlates the items it scored, so a refusing guard's unscored items
+    leave its side only, and what it refused is counted as the flagged share.)
     """
     from robusteval.stats import cluster_bootstrap_indices
 
@@ -135,11 +137,13 @@ def metaevaluate_change(samples: Sequence[Sample], before: np.ndarray, after: np
 
 
 def fmt_change(entry: Mapping[str, Any] | None) -> str:
-    """``"-0.012 [-0.03, +0.01]"`` for a :func:`correlation_change` entry, or ``"n/a"``."""
+    """``"-0.012 [-0.031, +0.006]"`` for a :func:`correlation_change` entry, or ``"n/a"``: the
+    interval to three decimals like the change, so an end that decides a verdict (below -0.02
+    or not) is never rounded onto the bound."""
     if not entry or entry.get("change") is None:
         return "n/a"
     ci = entry.get("ci")
-    return f"{entry['change']:+.3f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+    return f"{entry['change']:+.3f}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
 
 
 def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: int = 0,
