@@ -42,6 +42,10 @@ def attack_key(row: ResultRow) -> str:
     return row.attack
 
 
+def direction_of(row: ResultRow) -> str:
+    return row.direction
+
+
 def is_fitting(row: ResultRow) -> bool:
     return bool(row.meta.get("fitting_sample"))
 

@@ -444,3 +444,30 @@ def test_a_clear_drop_on_one_set_is_a_cost_even_when_the_mean_is_within_toleranc
     assert by["trained"].verdict != "recommended"
     per["set-0"]["overall"]["ci"] = [-0.15, 0.01]  # the same point, an interval that reaches 0
     assert not any("set-0" in c for c in {s.variant: s for s in stories(report)[0].variants}["trained"].costs)
+
+
+def test_the_paired_test_decides_a_gain_where_the_run_recorded_it() -> None:
+    """plain R- 30/60; guarded fooled on the first k of the same samples. 18/60: the two
+    intervals overlap, but 12 contexts fooled less and none more (p = 0.0005): clear. 26/60:
+    the bootstrap of the paired change excludes 0, yet 4 contexts down and none up gives
+    p = 0.125: not clear."""
+    from robusteval.asr import direction_of, paired_change
+
+    plain_rows = rows_for(30, 60, 2, 20, 2)
+    for k, verdict in ((18, RECOMMENDED), (26, UNCLEAR)):
+        report = make_report(guard_flags=(1, 40))
+        v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+        guarded_rows = rows_for(k, 60, 2, 20, 2)
+        v["guarded"] = variant(guarded_rows, 0.4, (1, 40))
+        minus = [r for r in guarded_rows if r["direction"] == "R-"]
+        paired = paired_change([([r for r in plain_rows if r["direction"] == "R-"], minus)], key=direction_of)
+        v["guarded"]["paired_vs_plain"] = paired
+        story = {s.variant: s for s in stories(report)[0].variants}["guarded"]
+        assert story.verdict == verdict, (k, story.summary)
+        t = paired["R-"]["sign_test"]
+        assert (t["down"], t["up"]) == (30 - k, 0)
+        assert f"paired over 60 rows: {30 - k} contexts fooled less, 0 more, p = {t['p']:.2g}" in story.summary
+        if verdict == UNCLEAR:
+            assert paired["R-"]["change"]["ci"][1] < 0 and "; not clear" in story.summary
+        else:  # the older rule would not have called it: the intervals overlap
+            assert v["guarded"]["by_direction"]["R-"]["ci"][1] > v["plain"]["by_direction"]["R-"]["ci"][0]

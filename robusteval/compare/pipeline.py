@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.asr import asr_table, by_direction, counted, overall
+from robusteval.asr import asr_table, by_direction, counted, direction_of, overall, paired_change
 from robusteval.compare.config import CompareConfig, SuiteSpec, VictimSpec
 from robusteval.compare.guarding import (
     adversarial_suspicion,
@@ -309,6 +309,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
 
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     variants: dict[str, Any] = {}
+    counted_rows: dict[str, list[dict[str, Any]]] = {}  # each variant's rows behind its ASR
     for variant in VARIANTS:
         if variant not in models:
             why = "smoothed" if "smoothed" in variant and cfg.smoothing is None else "trained"
@@ -338,12 +339,16 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
             rows[variant] = {"direct": direct}
             used = direct
         write_tables(used, vdir / "results", samples=sd.test)  # the rows behind its ASR, texts included
+        counted_rows[variant] = used
         corr = correlations(metric, sd.correlation, vdir / "scores", resume, cfg.n_boot, cfg.seed)
         entry: dict[str, Any] = {"available": True, "asr": asr_table(used), "overall": overall(used),
                                  "by_direction": by_direction(used),
                                  "correlation": corr, "mean_spearman": mean_spearman(corr),
                                  "scores": score_distributions(used),
                                  "model_calls": int(sum(r["model_calls"] for r in used))}
+        if variant != "plain" and "plain" in counted_rows:
+            # the same attacks on the same test samples: paired, per direction (the verdict's test)
+            entry["paired_vs_plain"] = paired_change([(counted_rows["plain"], used)], key=direction_of)
         if variant in BASE_OF:
             entry["transfer_vs_adaptive"] = transfer_vs_adaptive(rows[variant]["transfer"], rows[variant]["adaptive"])
         if variant.startswith("smoothed") and cfg.smoothing is not None:

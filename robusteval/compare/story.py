@@ -20,8 +20,11 @@ of its validity costs stays within :class:`Tolerance`:
 
 A cost that was not measured (no human ratings for the Spearman change; no flag count for a
 guarded variant) is never read as no cost: such a variant's verdict is **not measured**. A
-gain whose 95 % interval overlaps ``plain``'s is an **unclear gain**: reported, never
-recommended. Otherwise its verdict is a **trade-off** (lower ASR, bought with the costs it
+gain that is not clear is an **unclear gain**: reported, never recommended. Clear means, where
+the run paired the variant's rows with plain's (``paired_vs_plain``: the same attacks on the
+same test samples), a paired change whose bootstrap interval lies below 0 with an exact sign
+test over contexts at p < 0.05 (:func:`clear_paired_gain`); in a report without it, a 95 %
+interval that lies below ``plain``'s. Otherwise its verdict is a **trade-off** (lower ASR, bought with the costs it
 names) or **no gain** (R- ASR not lower). Among the recommended variants the one with the lowest R- ASR is the
 victim's recommended defense; when there is none the report says so and names the trade-off of
 the variant with the lowest ASR instead of crowning it.
@@ -90,7 +93,8 @@ class VariantStory:
     flagged: dict[str, Any] | None          # pooled flag rate over the rated responses (guarded variants)
     flagged_sets: list[dict[str, Any]] = field(default_factory=list)  # per set, with the mean ratings
     asr_gain: float | None = None           # plain's R- ASR minus this one's (positive: fewer successes)
-    clear_gain: bool = False                # the intervals do not overlap
+    clear_gain: bool = False                # paired test over contexts (else: the intervals do not overlap)
+    paired: str = ""                        # how the paired test reads, where the run recorded it
     invariance_change: float | None = None  # this R+ rate minus plain's
     costs: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # validity costs the run did not measure
@@ -112,6 +116,19 @@ def _validity(entry: dict[str, Any]) -> tuple[list[float] | None, float | None, 
     v = entry.get("validity") or {}
     ms, ch = v.get("mean_spearman") or {}, v.get("change_vs_plain") or {}
     return ms.get("ci"), ch.get("mean"), ch.get("ci")
+
+
+def clear_paired_gain(paired: dict[str, Any]) -> tuple[bool, str]:
+    """Is a variant's R- ASR clearly below plain's on the same attacks and test samples
+    (``paired_vs_plain["R-"]``, :func:`robusteval.asr.paired_change`)? Clear when the bootstrap
+    interval of the paired change lies below 0 *and* the exact sign test over contexts gives
+    p < 0.05: with a few contexts the bootstrap alone excludes 0 too readily. Returns the
+    verdict and how the test reads, for the summary."""
+    c, t = paired["change"], paired["sign_test"]
+    ci, p = c.get("ci"), t.get("p")
+    clear = bool(ci and ci[1] < 0 and p is not None and p < 0.05)
+    where = f"paired over {paired['n_pairs']} rows: {t['down']} contexts fooled less, {t['up']} more"
+    return clear, where + ("" if p is None else f", p = {p:.2g}") + ("" if clear else "; not clear")
 
 
 def clear_set_drops(entry: dict[str, Any], tol: Tolerance) -> list[tuple[str, dict[str, Any]]]:
@@ -143,6 +160,9 @@ def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], to
         s.asr_gain = round(base - mine, 6)
         ci, pci = (s.r_minus or {}).get("ci"), (pd.get("R-") or {}).get("ci")
         s.clear_gain = bool(ci and pci and ci[1] < pci[0])
+        paired = (entry.get("paired_vs_plain") or {}).get("R-")
+        if paired and paired.get("n_pairs"):
+            s.clear_gain, s.paired = clear_paired_gain(paired)
     rp, prp = rate_of(s.r_plus), rate_of(pd.get("R+"))
     if rp is not None and prp is not None:
         s.invariance_change = round(rp - prp, 6)
@@ -165,8 +185,8 @@ def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], to
     if s.asr_gain == 0:
         gain = "R- ASR unchanged"
     else:
-        gain = f"R- ASR {-100 * s.asr_gain:+.1f} points" + ("" if s.clear_gain or s.asr_gain < 0
-                                                            else " (intervals overlap)")
+        gain = f"R- ASR {-100 * s.asr_gain:+.1f} points" + (
+            f" ({s.paired})" if s.paired else "" if s.clear_gain or s.asr_gain < 0 else " (intervals overlap)")
     if s.asr_gain <= 0:
         s.verdict = NO_GAIN
         s.summary = gain + (f"; costs: {', '.join(s.costs)}" if s.costs else "")
