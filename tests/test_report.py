@@ -471,3 +471,68 @@ def test_the_paired_test_decides_a_gain_where_the_run_recorded_it() -> None:
             assert paired["R-"]["change"]["ci"][1] < 0 and "; not clear" in story.summary
         else:  # the older rule would not have called it: the intervals overlap
             assert v["guarded"]["by_direction"]["R-"]["ci"][1] > v["plain"]["by_direction"]["R-"]["ci"][0]
+
+
+def test_an_invariance_cost_names_its_paired_test_and_stays_a_cost_when_it_is_not_clear() -> None:
+    """plain R+ 2/20; trained fails invariance on the first 9 of the same samples: 7 contexts
+    worse, none better (p = 0.016), a clear rise. With 4/20 the rise (10 points) still exceeds
+    the 5-point tolerance, and stays a cost though the sign test (p = 0.5) cannot confirm it."""
+    from robusteval.asr import direction_of, paired_change
+    from robusteval.compare.story import paired_reading
+
+    def plus(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["direction"] == "R+"]
+
+    for k, side in ((9, 1), (4, 0)):
+        report = make_report(guard_flags=(1, 40))
+        v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+        rows = rows_for(12, 60, k, 20, 2)
+        v["trained"] = variant(rows, 0.4)
+        paired = paired_change([(plus(rows_for(30, 60, 2, 20, 2)), plus(rows))], key=direction_of)
+        v["trained"]["paired_vs_plain"] = paired
+        t = paired["R+"]["sign_test"]
+        assert (t["down"], t["up"]) == (0, k - 2) and paired_reading(paired["R+"])[0] == side
+        story = {s.variant: s for s in stories(report)[0].variants}["trained"]
+        cost = f"R+ invariance failures {5 * (k - 2):+.1f} points (paired over 20 rows: 0 contexts fooled less, " \
+            f"{k - 2} more, p = {t['p']:.2g}{'' if side else '; not clear'})"
+        assert cost in story.costs and story.verdict == TRADE_OFF, story.costs
+
+
+def test_render_report_adds_the_paired_test_from_the_attack_logs(tmp_path, capsys) -> None:
+    """A run made before ``paired_vs_plain`` existed gets it from the attack logs on re-render:
+    plain's direct log against guarded's transfer + adaptive logs (the adaptive rows replace
+    the transfer rows of their attack, as the run combined them). Trained's log no longer
+    counts what its report entry says, so it gets none, and the page says why."""
+    from robusteval.asr import direction_of, paired_change
+    from robusteval.results import slug
+
+    report = make_report(guard_flags=(1, 40))
+    v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    folder = tmp_path / "dialogue" / slug("toy victim")
+    plain_rows, guarded_rows = rows_for(30, 60, 2, 20, 2), rows_for(18, 60, 2, 20, 2)
+
+    def log(path: Path, rows: list[dict]) -> None:
+        JsonlLog(path, key="key", resume=False).append([{**r, "key": f"{r['attack']}|{r['sample_id']}"}
+                                                        for r in rows])
+
+    def minus(rows: list[dict]) -> list[dict]:  # one row per attack and sample
+        return [r for r in rows if r["direction"] == "R-"]
+
+    v["plain"], v["guarded"] = variant(minus(plain_rows), 0.4), variant(minus(guarded_rows), 0.4, (1, 40))
+    log(folder / "plain" / "attacks" / "results.jsonl", minus(plain_rows))
+    # guarded: family-1's rows are in the transfer log with every one fooling, and replaced by its adaptive rows
+    g = minus(guarded_rows)
+    fam1 = [r for r in g if r["family"] == "family-1"]
+    log(folder / "guarded" / "transfer" / "results.jsonl",
+        [r for r in g if r["family"] != "family-1"] + [{**r, "success": {"beats_reference": True}} for r in fam1])
+    log(folder / "guarded" / "adaptive" / "results.jsonl", fam1)
+    log(folder / "trained" / "attacks" / "results.jsonl", minus(rows_for(5, 60, 0, 0, 2)))
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    again = render_report(tmp_path)
+    expected = paired_change([(minus(plain_rows), g)], key=direction_of)
+    assert json.loads(json.dumps(expected)) == again["suites"]["dialogue"]["victims"]["toy victim"]["variants"][
+        "guarded"]["paired_vs_plain"]
+    assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["trained"]
+    assert "trained's attack logs count" in capsys.readouterr().err
+    assert json.loads((tmp_path / "report.json").read_text()) == again
+    assert "paired over 60 rows: 12 contexts fooled less, 0 more" in (tmp_path / "report.md").read_text()

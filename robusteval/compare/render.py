@@ -1,6 +1,7 @@
 """Render a finished comparison again (``report.md`` and ``report.html`` from its
-``report.json``) without rerunning anything: after the report's code changed, or to add the
-validity intervals a run made before they existed lacks."""
+``report.json``) without rerunning anything: after the report's code changed, or to add what a
+run made before they existed lacks (the validity intervals, the paired test against plain),
+from the logs the run left."""
 
 from __future__ import annotations
 
@@ -95,6 +96,69 @@ def fill_validity(variants: dict[str, Any], folder: Path, sets: dict[str, list[A
             e["validity"]["change_vs_plain"]["per_set"] = per
 
 
+def logged_rows(folder: Path, variant: str) -> list[dict[str, Any]] | None:
+    """The rows behind a variant's headline ASR, read back from its attack logs under
+    ``folder`` (a victim's folder): ``attacks/results.jsonl``, or the transfer and adaptive
+    logs combined as the run combined them (:func:`robusteval.compare.pipeline.effective_rows`);
+    None when the variant has no logs there."""
+    from robusteval.compare.pipeline import effective_rows
+    from robusteval.results import read_jsonl
+
+    vdir = folder / variant.replace("+", "_")
+    direct, transfer, adaptive = (vdir / stage / "results.jsonl" for stage in ("attacks", "transfer", "adaptive"))
+    if direct.is_file():
+        return effective_rows(read_jsonl(direct), None, None)
+    if transfer.is_file():
+        return effective_rows(None, read_jsonl(transfer), read_jsonl(adaptive) if adaptive.is_file() else [])
+    return None
+
+
+def counts_of(by_dir: dict[str, Any] | None) -> dict[str, tuple[Any, Any]]:
+    return {d: (e.get("successes"), e.get("n")) for d, e in (by_dir or {}).items()}
+
+
+def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
+    """Adds ``paired_vs_plain`` (:func:`robusteval.asr.paired_change` per direction, the
+    verdict's paired test) to each available variant that a run made before it existed lacks,
+    from the attack logs of the variant and of plain. Logs that are gone, or that no longer
+    count what the report's ``by_direction`` counts, leave the variant as it was (its verdict
+    then falls back to the intervals) and say so on stderr. Returns whether it added any."""
+    from robusteval.asr import by_direction, direction_of, paired_change
+
+    todo = [v for v, e in variants.items() if v != "plain" and e.get("available") and "paired_vs_plain" not in e]
+    plain = variants.get("plain") or {}
+    if not todo or not plain.get("available"):
+        return False
+
+    def rows_matching(v: str) -> list[dict[str, Any]] | None:
+        rows = logged_rows(folder, v)
+        if rows is None:
+            print(f"render_report: {where}: no attack logs of {v} under {folder}; its verdict keeps the "
+                  "intervals' rule", file=sys.stderr)
+        elif counts_of(by_direction(rows)) != counts_of(variants[v].get("by_direction")):
+            print(f"render_report: {where}: {v}'s attack logs count {counts_of(by_direction(rows))}, the report "
+                  f"{counts_of(variants[v].get('by_direction'))}; no paired test added", file=sys.stderr)
+            rows = None
+        return rows
+
+    base = rows_matching("plain")
+    added = False
+    for v in todo if base is not None else ():
+        rows = rows_matching(v)
+        if rows is not None:
+            variants[v]["paired_vs_plain"] = paired_change([(base, rows)], key=direction_of)
+            added = True
+    return added
+
+
+def add_missing_paired(report: dict[str, Any], out: Path) -> list[str]:
+    """:func:`fill_paired` for every victim of the report; returns the victims it filled."""
+    from robusteval.results import slug
+
+    return [f"{s}/{v}" for s, suite in report["suites"].items() for v, victim in suite["victims"].items()
+            if fill_paired(victim["variants"], out / slug(s) / slug(v), f"{s}/{v}")]
+
+
 def add_flag_contexts(variants: dict[str, Any], out: Path, sets: dict[str, list[Any]]) -> None:
     """Recomputes each guarded variant's ``_flagged`` entry that lacks ``contexts`` from its
     score log (``<variant>/scores/<set>.jsonl``, the guard's verdict per rated response) with
@@ -129,7 +193,9 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
     """Rewrite ``report.md`` and ``report.html`` of the run in ``out_dir`` from its
     ``report.json``. The verdicts follow ``tol``; without one, the tolerance the run recorded
     (``provenance.tolerance``), else the default. With ``fill_validity`` a run that lacks the
-    validity intervals gets them from its score logs (:func:`add_missing_validity`); report.json
+    validity intervals gets them from its score logs (:func:`add_missing_validity`), and one that
+    lacks the paired test of each variant against plain gets it from its attack logs
+    (:func:`add_missing_paired`); report.json
     is rewritten when that added something or ``tol`` differs from the recorded tolerance (which
     it then records); nothing else in it changes. Returns the report."""
     from robusteval.compare.report_html import render
@@ -138,7 +204,7 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
 
     out = Path(out_dir)
     report = read_json(out / "report.json", missing="run `robusteval compare` first")
-    changed = fill_validity and add_missing_validity(report, out, data_dir)
+    changed = fill_validity and bool(add_missing_paired(report, out) + add_missing_validity(report, out, data_dir))
     recorded = (report.get("provenance") or {}).get("tolerance")
     if tol is None:
         tol = Tolerance(**recorded) if isinstance(recorded, dict) else DEFAULT_TOLERANCE

@@ -16,7 +16,9 @@ of its validity costs stays within :class:`Tolerance`:
   noise of a small set);
 * the guard flags at most ``flagged`` of the rated (clean, human-judged) responses: a flagged
   response is floored, penalized or refused, so the metric no longer scores it;
-* its R+ invariance failures (meaning kept, score moved) rise by at most ``invariance_rise``.
+* its R+ invariance failures (meaning kept, score moved) rise by at most ``invariance_rise``
+  (the point rise: a rise beyond it is a cost even when the paired test over contexts, printed
+  beside it, cannot yet tell it from noise).
 
 A cost that was not measured (no human ratings for the Spearman change; no flag count for a
 guarded variant) is never read as no cost: such a variant's verdict is **not measured**. A
@@ -118,17 +120,26 @@ def _validity(entry: dict[str, Any]) -> tuple[list[float] | None, float | None, 
     return ms.get("ci"), ch.get("mean"), ch.get("ci")
 
 
-def clear_paired_gain(paired: dict[str, Any]) -> tuple[bool, str]:
-    """Is a variant's R- ASR clearly below plain's on the same attacks and test samples
-    (``paired_vs_plain["R-"]``, :func:`robusteval.asr.paired_change`)? Clear when the bootstrap
-    interval of the paired change lies below 0 *and* the exact sign test over contexts gives
-    p < 0.05: with a few contexts the bootstrap alone excludes 0 too readily. Returns the
-    verdict and how the test reads, for the summary."""
+def paired_reading(paired: dict[str, Any]) -> tuple[int, str]:
+    """How a paired change from plain on the same attacks and test samples
+    (``paired_vs_plain[direction]``, :func:`robusteval.asr.paired_change`) reads: -1 when the
+    rate is clearly lower, +1 clearly higher, 0 neither; and the words for a summary. Clear
+    means the bootstrap interval of the change excludes 0 on that side *and* the exact sign
+    test over contexts gives p < 0.05: with a few contexts the bootstrap alone excludes 0 too
+    readily."""
     c, t = paired["change"], paired["sign_test"]
     ci, p = c.get("ci"), t.get("p")
-    clear = bool(ci and ci[1] < 0 and p is not None and p < 0.05)
+    tested = ci is not None and p is not None and p < 0.05
+    side = -1 if tested and ci[1] < 0 else 1 if tested and ci[0] > 0 else 0
     where = f"paired over {paired['n_pairs']} rows: {t['down']} contexts fooled less, {t['up']} more"
-    return clear, where + ("" if p is None else f", p = {p:.2g}") + ("" if clear else "; not clear")
+    return side, where + ("" if p is None else f", p = {p:.2g}") + ("" if side else "; not clear")
+
+
+def clear_paired_gain(paired: dict[str, Any]) -> tuple[bool, str]:
+    """Is a variant's R- ASR clearly below plain's (:func:`paired_reading` of
+    ``paired_vs_plain["R-"]``)? Returns the verdict and how the test reads, for the summary."""
+    side, where = paired_reading(paired)
+    return side < 0, where
 
 
 def clear_set_drops(entry: dict[str, Any], tol: Tolerance) -> list[tuple[str, dict[str, Any]]]:
@@ -174,7 +185,11 @@ def variant_story(variant: str, entry: dict[str, Any], plain: dict[str, Any], to
         assert s.flagged is not None
         s.costs.append(f"flags {100 * fr:.1f} % of rated responses ({s.flagged['flagged']}/{s.flagged['n']})")
     if s.invariance_change is not None and s.invariance_change > tol.invariance_rise:
-        s.costs.append(f"R+ invariance failures {100 * s.invariance_change:+.1f} points")
+        # the rise itself is the cost (a point estimate, so noise is never read as no cost);
+        # the paired test beside it says whether more contexts would confirm it
+        paired = (entry.get("paired_vs_plain") or {}).get("R+")
+        s.costs.append(f"R+ invariance failures {100 * s.invariance_change:+.1f} points"
+                       + (f" ({paired_reading(paired)[1]})" if paired and paired.get("n_pairs") else ""))
     if s.spearman_change is None:
         s.unmeasured.append("the Spearman change (no human ratings scored)")
     if "guarded" in variant and s.flagged is None:
