@@ -38,21 +38,17 @@ def correlation(x: np.ndarray, y: np.ndarray, method: str) -> float | None:
 
 def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, seed: int = 0,
                  alpha: float = 0.05, clusters: Sequence[Any] | None = None) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of a correlation. With ``clusters`` (the conversation of
+    """Percentile bootstrap interval of a correlation (:func:`correlation_draws` on one plan,
+    :func:`percentile_interval` of them, unrounded). With ``clusters`` (the conversation of
     each rated response, :meth:`Sample.conversation_key`) whole conversations are resampled,
     since responses to one context, or to turns of one dialogue, are not independent
-    (:func:`robusteval.stats.cluster_bootstrap_indices`)."""
+    (:func:`robusteval.stats.cluster_bootstrap_indices`). None unless at least half the draws
+    (and 10) are defined: a correlation undefined on most resamples has no interval."""
     from robusteval.stats import cluster_bootstrap_indices
 
     plan = cluster_bootstrap_indices(clusters if clusters is not None else range(len(x)), n_boot, seed)
-    vals = []
-    for idx in plan:
-        r = correlation(x[idx], y[idx], method)
-        if r is not None:
-            vals.append(r)
-    if len(vals) < max(10, n_boot // 2):
-        return None
-    return float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))
+    ci = percentile_interval(correlation_draws(x, y, plan, method), None, alpha, min_draws=max(10, n_boot // 2))
+    return None if ci is None else (ci[0], ci[1])
 
 
 def correlation_draws(x: np.ndarray, y: np.ndarray, plan: Sequence[np.ndarray],
@@ -71,13 +67,15 @@ def correlation_draws(x: np.ndarray, y: np.ndarray, plan: Sequence[np.ndarray],
     return out
 
 
-def percentile_interval(draws: Sequence[float], digits: int = 6, alpha: float = 0.05) -> list[float] | None:
-    """The percentile interval of bootstrap ``draws`` (NaN draws left out), or None with fewer
-    than 10 defined draws."""
+def percentile_interval(draws: Sequence[float], digits: int | None = 6, alpha: float = 0.05,
+                        min_draws: int = 10) -> list[float] | None:
+    """The percentile interval of bootstrap ``draws`` (NaN draws left out), rounded to
+    ``digits`` (None: unrounded), or None with fewer than ``min_draws`` defined draws."""
     vals = [float(v) for v in draws if np.isfinite(v)]
-    if len(vals) < 10:
+    if len(vals) < min_draws:
         return None
-    return [round(float(np.quantile(vals, alpha / 2)), digits), round(float(np.quantile(vals, 1 - alpha / 2)), digits)]
+    ends = [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))]
+    return ends if digits is None else [round(e, digits) for e in ends]
 
 
 def correlation_change(before: np.ndarray, after: np.ndarray, human: np.ndarray,
