@@ -52,7 +52,7 @@ def main() -> int:
         parsing.clear()
         grammar_rules.is_known_word.cache_clear()
         grammar_rules._wordnet_morphy.cache_clear()
-        langid.language.cache_clear()  # each response's language, asked by parse_triple and gec
+        langid.clear_cache()  # each response's (and word's) language evidence, asked by parse_triple and gec
         load_spacy().get_pipe("attribute_ruler_fast").clear_cache()  # the rules worked out per token key
         guarded = detectors.guard(plain, DETECTORS, policy="flag")  # fresh detectors: empty memos
 

@@ -54,10 +54,18 @@ def lemmas(doc: Any) -> Counter[str]:
     return Counter(t.lemma_.lower() for t in doc if not t.is_punct and not t.is_space)
 
 
+def overlap(a: Counter[Any], b: Counter[Any]) -> int:
+    """``sum((a & b).values())`` for counts that are all positive, without building the
+    intersection: the smaller counter is walked and looked up in the larger (a reference is
+    compared with every summary of its document, each of them with 11 references)."""
+    small, big = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(min(v, big[k]) for k, v in small.items() if k in big)
+
+
 def prf(cand: Counter[Any], ref: Counter[Any]) -> tuple[float, float, float]:
-    common = sum((cand & ref).values())
-    p = common / sum(cand.values()) if cand else 0.0
-    r = common / sum(ref.values()) if ref else 0.0
+    common = overlap(cand, ref)
+    p = common / cand.total() if cand else 0.0
+    r = common / ref.total() if ref else 0.0
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 

@@ -62,21 +62,50 @@ def _zipf(freq: float) -> float:
     return math.log10(freq) + 9.0 if freq > 0 else 0.0
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _word_zipfs(word: str, candidates: tuple[str, ...]) -> tuple[float, ...]:
+    """A word's Zipf frequency in each candidate language (0 where it is not listed): words
+    recur across texts, so each is looked up once."""
+    return tuple(_zipf(_frequencies(lang).get(word, 0.0)) for lang in candidates)
+
+
 @functools.lru_cache(maxsize=65536)  # a guard's detectors ask about the same response in turn
+def _evidence(text: str, candidates: tuple[str, ...]) -> tuple[str | None, tuple[float, ...]]:
+    """The main script of ``text`` and, for Latin-script text, each candidate's summed Zipf
+    frequency over its words (in word order, as ``sum`` adds them)."""
+    main = main_script(text)
+    if main != "LATIN":
+        return main, ()
+    totals = [0.0] * len(candidates)
+    for w in words(text):
+        if any(c.isalpha() for c in w):
+            for i, z in enumerate(_word_zipfs(w, candidates)):
+                totals[i] += z
+    return main, tuple(totals)
+
+
+def clear_cache() -> None:
+    """Forget every text's and word's evidence (a cold benchmark starts from nothing)."""
+    _evidence.cache_clear()
+    _word_zipfs.cache_clear()
+
+
 def language(text: str, default: str = "en", candidates: tuple[str, ...] = LATIN_LANGUAGES,
              margin: float = 1.0) -> str:
     """ISO 639-1 code of a Latin-script text's language among ``candidates``; ``"und-<script>"``
     for text in another script; ``default`` for text without letters or known words. With
     ``margin`` > 1 another Latin-script language wins only when its score is at least ``margin``
     times ``default``'s: short replies ("ok .", "no .", "In Paris .") score about the same in
-    several languages and stay ``default``."""
-    main = main_script(text)
+    several languages and stay ``default``.
+
+    The evidence (script, word frequencies) is cached per text whatever ``default`` and
+    ``margin`` are, so detectors that ask with different settings share it."""
+    main, totals = _evidence(text, tuple(candidates))
     if main is None:
         return default
     if main != "LATIN":
         return f"und-{main.lower()}"
-    tokens = [w for w in words(text) if any(c.isalpha() for c in w)]
-    scores = {lang: sum(_zipf(_frequencies(lang).get(w, 0.0)) for w in tokens) for lang in candidates}
+    scores = dict(zip(candidates, totals, strict=True))
     best = max(scores.values(), default=0.0)
     if best == 0.0 or scores.get(default, -1.0) == best:
         return default

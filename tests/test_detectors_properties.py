@@ -91,3 +91,17 @@ def test_empty_and_huge_inputs(loaded, name: str) -> None:
                sample("\u200b\ufeff\u2060", ["x"])]
     check(loaded[name], samples)
     assert loaded[name].detect([samples[0], samples[1], samples[4]]).tolist() == [1.0, 1.0, 1.0]
+
+
+@given(st.dictionaries(st.text(max_size=3), st.integers(1, 5), max_size=12),
+       st.dictionaries(st.text(max_size=3), st.integers(1, 5), max_size=12))
+@example({}, {"a": 1}).via("an empty side")
+def test_triple_overlap_is_the_multiset_intersection(a: dict[str, int], b: dict[str, int]) -> None:
+    """``parse_triple.overlap`` (the fast path of its precision and recall) counts exactly what
+    ``Counter & Counter`` keeps."""
+    from collections import Counter
+
+    from robusteval.detectors.parse_triple import overlap
+
+    ca, cb = Counter(a), Counter(b)
+    assert overlap(ca, cb) == overlap(cb, ca) == sum((ca & cb).values())

@@ -24,8 +24,10 @@ TEXTS = [
 
 
 def _annotations(doc: Any) -> list[tuple[Any, ...]]:
-    return [(t.text, t.tag_, t.pos_, str(t.morph), t.lemma_, t.dep_, t.head.i, t.ent_type_, t.is_sent_start)
-            for t in doc]
+    """Every token annotation a detector may read, the whitespace, and the entities."""
+    return [(t.text, t.whitespace_, t.norm_, t.lower_, t.tag_, t.pos_, str(t.morph), t.lemma_, t.dep_, t.head.i,
+             t.ent_iob_, t.ent_type_, t.is_sent_start, t.is_alpha, t.is_stop, t.like_num) for t in doc] + [
+        (e.start, e.end, e.label_) for e in doc.ents] + [(s.start, s.end) for s in doc.sents]
 
 
 needs_helper = pytest.mark.skipif(not parsing.helper_available(),
@@ -50,13 +52,13 @@ def test_helper_split_gives_the_same_docs(monkeypatch: pytest.MonkeyPatch, ner: 
     assert split == here
 
 
-def _fails(texts: list[str], ner: bool, batch_size: int) -> list[bytes]:
+def _fails(texts: list[str], ner: bool, batch_size: int) -> bytes:
     raise MemoryError("no room")
 
 
-def _hangs(texts: list[str], ner: bool, batch_size: int) -> list[bytes]:
+def _hangs(texts: list[str], ner: bool, batch_size: int) -> bytes:
     time.sleep(60)
-    return []
+    return b""
 
 
 @needs_helper
