@@ -434,16 +434,20 @@ def test_the_correlation_table_shows_each_defended_variants_change_per_set() -> 
 
 def test_a_clear_drop_on_one_set_is_a_cost_even_when_the_mean_is_within_tolerance() -> None:
     report = make_report(guard_flags=(0, 40), trained_r=0.405)  # mean Spearman unchanged
-    trained = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["trained"]
+    variants = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    # R+ as plain's (2/20): the set's drop is the only cost this variant can have
+    variants["trained"] = trained = variant(rows_for(12, 60, 2, 20, 2), 0.4)
     per = {"set-0": {"overall": {"change": -0.09, "ci": [-0.15, -0.03]}},  # clearly below -0.02
            "set-1": {"overall": {"change": -0.05, "ci": [-0.12, 0.01]}}}  # below on the point, noise
     trained["validity"] = {"change_vs_plain": {"mean": 0.0, "ci": [-0.01, 0.01], "per_set": per}}
     by = {s.variant: s for s in stories(report)[0].variants}
     assert "Spearman on set-0 (overall) -0.090 [-0.150, -0.030]" in by["trained"].costs
     assert not any("set-1" in c for c in by["trained"].costs)
-    assert by["trained"].verdict != "recommended"
+    assert by["trained"].verdict == TRADE_OFF and by["trained"].costs == ["Spearman on set-0 (overall) -0.090 "
+                                                                        "[-0.150, -0.030]"]
     per["set-0"]["overall"]["ci"] = [-0.15, 0.01]  # the same point, an interval that reaches 0
-    assert not any("set-0" in c for c in {s.variant: s for s in stories(report)[0].variants}["trained"].costs)
+    again = {s.variant: s for s in stories(report)[0].variants}["trained"]
+    assert again.costs == [] and again.verdict == RECOMMENDED
 
 
 def test_the_paired_test_decides_a_gain_where_the_run_recorded_it() -> None:
