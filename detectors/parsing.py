@@ -65,8 +65,8 @@ def _parse_to_bytes(texts: list[str], ner: bool, batch_size: int) -> bytes:
     string table), without the token vectors no detector reads. One DocBin is far cheaper on
     both sides than a ``Doc.to_bytes`` per Doc, each of which carries its own string table and
     costs a msgpack call (srsly scans the installed packages' entry points on each): on 900
-    SummEval texts 0.23 s to pack and 0.1 s to read, against 0.68 s and 0.60 s, with the same
-    annotations (``tests/test_detector_speed.py``)."""
+    SummEval texts 0.23 s to pack and 0.1 s to read, against 0.68 s and 0.60 s (BENCHMARKS
+    §10), with the same annotations (``tests/test_parsing.py`` compares them)."""
     from spacy.tokens import DocBin
 
     docs = DocBin(attrs=list(DOC_ATTRS), store_user_data=False)

@@ -99,3 +99,19 @@ def test_metaevaluate_change_uses_the_rated_samples_clustered_by_conversation() 
     assert e == want and e["n"] == 16 and e["n_contexts"] == 10
     with pytest.raises(ValueError, match="20 samples, 19 before"):
         metaevaluate_change(samples, before[:19], after, "overall")
+
+
+def test_bootstrap_ci_takes_the_pairs_as_given() -> None:
+    """``bootstrap_ci`` correlates every pair it is given (``correlate`` drops the non-finite
+    ones before): a NaN score makes every draw that holds it undefined, most draws do, so there
+    is no interval, where ``correlation_draws`` alone would leave the pair out of each draw."""
+    from robusteval.metaeval import correlation_draws
+    from robusteval.stats import cluster_bootstrap_indices
+
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=30), rng.normal(size=30)
+    x[1] = np.nan
+    assert bootstrap_ci(x, y, "spearman", n_boot=200, seed=3) is None
+    plan = cluster_bootstrap_indices(range(30), 50, 3)
+    assert np.isfinite(correlation_draws(x, y, plan)).mean() > 0.9
+    assert np.isfinite(correlation_draws(x, y, plan, drop_nonfinite=False)).mean() < 0.5  # draws without it

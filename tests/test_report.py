@@ -433,7 +433,7 @@ def test_the_correlation_table_shows_each_defended_variants_change_per_set() -> 
 
 
 def test_a_clear_drop_on_one_set_is_a_cost_even_when_the_mean_is_within_tolerance() -> None:
-    report = make_report(guard_flags=(0, 40), trained_r=0.405)  # mean Spearman unchanged
+    report = make_report(guard_flags=(0, 40))
     variants = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
     # R+ as plain's (2/20): the set's drop is the only cost this variant can have
     variants["trained"] = trained = variant(rows_for(12, 60, 2, 20, 2), 0.4)
@@ -506,7 +506,8 @@ def test_render_report_adds_the_paired_test_from_the_attack_logs(tmp_path, capsy
     """A run made before ``paired_vs_plain`` existed gets it from the attack logs on re-render:
     plain's direct log against guarded's transfer + adaptive logs (the adaptive rows replace
     the transfer rows of their attack, as the run combined them). Trained's log no longer
-    counts what its report entry says, so it gets none, and the page says why."""
+    counts what its report entry says, so it gets none, and stderr says why; a corrupt log
+    (a bad line before the end) leaves its variant as it was too, without stopping the render."""
     from robusteval.asr import direction_of, paired_change
     from robusteval.results import slug
 
@@ -540,3 +541,10 @@ def test_render_report_adds_the_paired_test_from_the_attack_logs(tmp_path, capsy
     assert "trained's attack logs count" in capsys.readouterr().err
     assert json.loads((tmp_path / "report.json").read_text()) == again
     assert "paired over 60 rows: 12 contexts fooled less, 0 more" in (tmp_path / "report.md").read_text()
+    # a corrupt log: reported, the variant left as it was, the pages written
+    (tmp_path / "report.json").write_text(json.dumps(report))  # as the run left it, without the paired test
+    adaptive = folder / "guarded" / "adaptive" / "results.jsonl"
+    adaptive.write_text("{not json\n" + adaptive.read_text(), encoding="utf-8")
+    again = render_report(tmp_path)
+    assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["guarded"]
+    assert "guarded's attack logs cannot be read (DataFormatError" in capsys.readouterr().err

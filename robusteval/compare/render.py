@@ -124,6 +124,7 @@ def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
     count what the report's ``by_direction`` counts, leave the variant as it was (its verdict
     then falls back to the intervals) and say so on stderr. Returns whether it added any."""
     from robusteval.asr import by_direction, direction_of, paired_change
+    from robusteval.errors import RobustevalError
 
     todo = [v for v, e in variants.items() if v != "plain" and e.get("available") and "paired_vs_plain" not in e]
     plain = variants.get("plain") or {}
@@ -131,12 +132,18 @@ def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
         return False
 
     def rows_matching(v: str) -> list[dict[str, Any]] | None:
-        rows = logged_rows(folder, v)
+        try:
+            rows = logged_rows(folder, v)
+            counts = None if rows is None else counts_of(by_direction(rows))
+        except (RobustevalError, ValueError, KeyError, TypeError) as exc:  # a corrupt or older log
+            print(f"render_report: {where}: {v}'s attack logs cannot be read ({type(exc).__name__}: {exc}); "
+                  "no paired test added", file=sys.stderr)
+            return None
         if rows is None:
             print(f"render_report: {where}: no attack logs of {v} under {folder}; its verdict keeps the "
                   "intervals' rule", file=sys.stderr)
-        elif counts_of(by_direction(rows)) != counts_of(variants[v].get("by_direction")):
-            print(f"render_report: {where}: {v}'s attack logs count {counts_of(by_direction(rows))}, the report "
+        elif counts != counts_of(variants[v].get("by_direction")):
+            print(f"render_report: {where}: {v}'s attack logs count {counts}, the report "
                   f"{counts_of(variants[v].get('by_direction'))}; no paired test added", file=sys.stderr)
             rows = None
         return rows

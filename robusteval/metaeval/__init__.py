@@ -47,21 +47,24 @@ def bootstrap_ci(x: np.ndarray, y: np.ndarray, method: str, n_boot: int = 1000, 
     from robusteval.stats import cluster_bootstrap_indices
 
     plan = cluster_bootstrap_indices(clusters if clusters is not None else range(len(x)), n_boot, seed)
-    ci = percentile_interval(correlation_draws(x, y, plan, method), None, alpha, min_draws=max(10, n_boot // 2))
+    # every pair as given: the callers drop non-finite pairs before (correlate does)
+    draws = correlation_draws(x, y, plan, method, drop_nonfinite=False)
+    ci = percentile_interval(draws, None, alpha, min_draws=max(10, n_boot // 2))
     return None if ci is None else (ci[0], ci[1])
 
 
 def correlation_draws(x: np.ndarray, y: np.ndarray, plan: Sequence[np.ndarray],
-                      method: str = "spearman") -> list[float]:
+                      method: str = "spearman", drop_nonfinite: bool = True) -> list[float]:
     """The correlation of ``x`` with ``y`` on each resample of ``plan`` (row indices, e.g.
     :func:`robusteval.stats.cluster_bootstrap_indices`), NaN where it is undefined. Pairs
-    with a non-finite ``x`` are left out of each draw, as :func:`correlation` of the whole set
-    leaves them out. Two metrics' draws on one plan pair up: their difference per draw is the
-    paired bootstrap of a correlation change (:func:`correlation_change`)."""
+    with a non-finite ``x`` are left out of each draw (``drop_nonfinite``), as
+    :func:`correlation` of the whole set leaves them out. Two metrics' draws on one plan pair
+    up: their difference per draw is the paired bootstrap of a correlation change
+    (:func:`correlation_change`)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     out = []
     for pick in plan:
-        ok = np.isfinite(x[pick])
+        ok = np.isfinite(x[pick]) if drop_nonfinite else np.ones(len(pick), dtype=bool)
         r = correlation(x[pick][ok], y[pick][ok], method)
         out.append(np.nan if r is None else r)
     return out
