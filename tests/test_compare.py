@@ -464,6 +464,9 @@ def test_gate_rows_show_each_round_and_which_was_kept() -> None:
     assert [r[0] for r in rows] == ["hardened", "hardened", "ablation offline"]
     assert rows[0][1:6] == ["0", "base", "0", "0.300", "–"] and rows[0][6] == "25.0 [10.0, 50.0]"
     assert rows[1][5] == "b (-0.250)"  # the set that fell most, not the one that rose
+    # with the round's kept predictions, the paired interval of that change
+    rounds[1]["val_set_changes"] = {"b": {"change": -0.25, "ci": [-0.41, -0.08]}, "a": {"change": 0.05, "ci": None}}
+    assert gate_rows({"trained": {"rounds": rounds}})[1][5] == "b (-0.250 [-0.410, -0.080])"
     assert rows[0][-2:] == ["yes", "**yes**"] and rows[1][-2:] == ["**no**", ""]
     assert rows[1][2] == "0.00025" and rows[1][3] == "7"
 

@@ -359,6 +359,13 @@ def test_harden_trains_the_boolqa_module_on_a_tiny_t5(tiny_t5, tmp_path) -> None
     assert state["module"] == "boolqa" and [r["round"] for r in state["rounds"]] == [0, 1]
     r0, r1 = state["rounds"]
     assert r1["init"] == r0["export"] and r1["added"] > 0
+    # the validation predictions are kept beside each model, and the round's per-set change from
+    # the base carries its paired interval (n: the base and the round scored the same items)
+    assert Path(r0["val_scores"]).is_file() and Path(r1["val_scores"]).is_file()
+    assert set(r1["val_set_changes"]) == set(r1["val_sets"])
+    for ds, ch in r1["val_set_changes"].items():
+        assert ch["n"] == len([x for x in json.loads(Path(r0["val_scores"]).read_text()) if x["dataset"] == ds])
+        assert ch["after"] == pytest.approx(r1["val_sets"][ds], abs=1e-6) or r1["val_sets"][ds] == 0.0
     export = Path(r1["export"])
     assert (export / "adapter" / "adapter_model.safetensors").is_file() and (export / "boolqa.json").is_file()
     assert not list(export.rglob("*.bin")) and not list(export.rglob("*.pt"))
@@ -612,3 +619,30 @@ def test_harden_has_one_seed(tmp_path, monkeypatch) -> None:
     with pytest.raises(KeyboardInterrupt):  # seed 2: every split of quickstart-dialogue has a context
         harden({**cfg, "seed": 2, "data": {}}, tmp_path / "h2")
     assert seen == {"model": 2, "data": 2}
+
+
+def test_val_set_changes_pair_the_same_items_with_a_paired_interval(tmp_path) -> None:
+    """Set "a": the base ranks the 12 items as people do, the round ranks them backwards
+    (Spearman 1 -> -1, change -2, interval below 0); set "b": both score alike (change 0). Each
+    item is paired by its key, one item listed twice pairs twice, and a model without kept
+    predictions gives no changes."""
+    from robusteval.training.rounds import val_set_changes
+
+    def items(preds_a: list[float], preds_b: list[float]) -> list[dict]:
+        rows = [{"key": f"a{i}", "dataset": "a", "conversation": f"c{i // 2}", "pred": p, "target": float(i)}
+                for i, p in enumerate(preds_a)]
+        rows += [{"key": f"b{i}", "dataset": "b", "conversation": f"d{i}", "pred": p, "target": float(i % 4)}
+                 for i, p in enumerate(preds_b)]
+        return [*rows, rows[0]]  # an item listed twice
+
+    up = [float(i) for i in range(12)]
+    b = [0.1, 0.5, 0.3, 0.9, 0.2, 0.4, 0.8, 0.7]
+    (tmp_path / "base.json").write_text(json.dumps(items(up, b)))
+    (tmp_path / "round.json").write_text(json.dumps(list(reversed(items(up[::-1], b)))))
+    base = Fitted(export="b", init=None, epochs=1, val_scores=str(tmp_path / "base.json"))
+    rnd = Fitted(export="r", init=None, epochs=1, val_scores=str(tmp_path / "round.json"))
+    out = val_set_changes(base, rnd, n_boot=200)
+    assert out["a"]["n"] == 13 and out["b"]["n"] == 8 and out["a"]["n_contexts"] == 6
+    assert out["a"]["before"] > 0.9 and out["a"]["after"] < -0.9 and out["a"]["ci"][1] < 0
+    assert out["b"]["change"] == 0.0 and out["b"]["ci"] == [0.0, 0.0]
+    assert val_set_changes(base, Fitted(export="r", init=None, epochs=1), n_boot=10) == {}

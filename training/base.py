@@ -79,6 +79,9 @@ class EvaluatorModule(pl.LightningModule):
         self.lr, self.weight_decay, self.seed, self.export_dir = lr, weight_decay, seed, export_dir
         self.strict_loading = False  # checkpoints hold the trainable parameters only
         self._eval_rows: list[dict[str, Any]] = []
+        # the rated items of the last validation / test pass, per prefix: what a paired change of
+        # Spearman between two models is computed from (robusteval.training.rounds)
+        self.eval_scores: dict[str, list[dict[str, Any]]] = {}
 
     # -- to implement -------------------------------------------------------------------
     @abstractmethod
@@ -185,6 +188,7 @@ class EvaluatorModule(pl.LightningModule):
         for i, it in enumerate(items):
             self._eval_rows.append({"kind": it.kind, "dataset": it.dataset, "family": it.family,
                                     "pred": float(pred[i]), "target": it.target, "orig": o.get(i),
+                                    "conversation": it.sample.conversation_key(),
                                     "key": "|".join(str(x) for x in (
                                         it.kind, it.dataset, it.family, it.attack, it.sample.id, it.sample.response,
                                         it.original.response if it.original is not None else None))})
@@ -209,6 +213,8 @@ class EvaluatorModule(pl.LightningModule):
         for r in rows:
             if r["kind"] == "human":
                 by_ds[r["dataset"]].append(r)
+        self.eval_scores[prefix] = [{k: r[k] for k in ("key", "dataset", "conversation", "pred", "target")}
+                                    for r in rows if r["kind"] == "human"]
         rhos = []
         for ds, group in sorted(by_ds.items()):
             if len(group) > 2 and len({g["target"] for g in group}) > 1:

@@ -79,6 +79,29 @@ class Fitted:
     epochs: int
     val: dict[str, float] = field(default_factory=dict)
     test: dict[str, float] = field(default_factory=dict)
+    # the validation pass's rated items and predictions (VAL_SCORES in the model's folder; None
+    # for a folder written before they were kept)
+    val_scores: str | None = None
+
+
+VAL_SCORES = "val_scores.json"
+
+
+def _validated(folder: Path, trainer: Any, module: Any, dm: Any) -> tuple[dict[str, Any], str | None]:
+    """Validate ``module``: the logged metrics, and the path of the rated items' predictions
+    (written to ``folder``/VAL_SCORES), or None without a validation split."""
+    if not (dm.pool and dm.pool.items["val"]):
+        return {}, None
+    val = trainer.validate(module, dm, verbose=False)[0]
+    write_json(folder / VAL_SCORES, module.eval_scores.get("val", []))
+    return val, str(folder / VAL_SCORES)
+
+
+def _reloaded(folder: Path, export: str) -> Fitted:
+    """A finished folder's ``fit.json``, its paths pointing into the folder where it is now."""
+    got = Fitted(**json.loads((folder / "fit.json").read_text(encoding="utf-8")))
+    scores = folder / VAL_SCORES
+    return replace(got, export=export, val_scores=str(scores) if scores.is_file() else None)
 
 
 def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str, Any], epochs: int,
@@ -93,7 +116,7 @@ def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str
                                   "another --out-dir")
         # the export is this folder's own: read it from where the folder is now (a run folder
         # that was moved or copied resumes; the victim fingerprint names the weights, not the path)
-        return replace(Fitted(**json.loads(done.read_text(encoding="utf-8"))), export=str(folder / "export"))
+        return _reloaded(folder, str(folder / "export"))
     if folder.exists():
         shutil.rmtree(folder)
     import lightning.pytorch as pl
@@ -111,11 +134,11 @@ def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str
                          logger=CSVLogger(str(folder), name="logs"), enable_model_summary=False,
                          accelerator=accelerator, log_every_n_steps=10)
     trainer.fit(module, dm)
-    val = trainer.validate(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["val"] else {}
+    val, val_scores = _validated(folder, trainer, module, dm)
     test = trainer.test(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["test"] else {}
     fitted = Fitted(export=str(export), init=init, epochs=epochs,
                     val={k: round(float(v), 6) for k, v in sorted(val.items())},
-                    test={k: round(float(v), 6) for k, v in sorted(test.items())})
+                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores)
     write_json(done, asdict(fitted))
     return fitted
 
@@ -125,7 +148,7 @@ def measure(folder: Path, kind: str, export: str, model_args: dict[str, Any], da
     """Validation and test metrics of an already trained export (a base given by checkpoint)."""
     done = folder / "fit.json"
     if done.is_file() and resume:  # measured before: the export is the one given now (it may have moved)
-        return replace(Fitted(**json.loads(done.read_text(encoding="utf-8"))), export=export)
+        return _reloaded(folder, export)
     import lightning.pytorch as pl
     from robusteval.training.data import ScoringDataModule
 
@@ -134,10 +157,11 @@ def measure(folder: Path, kind: str, export: str, model_args: dict[str, Any], da
     dm.setup("validate")
     trainer = pl.Trainer(default_root_dir=str(folder), logger=False, enable_model_summary=False,
                          accelerator=accelerator, enable_checkpointing=False)
-    val = trainer.validate(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["val"] else {}
+    folder.mkdir(parents=True, exist_ok=True)
+    val, val_scores = _validated(folder, trainer, module, dm)
     test = trainer.test(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["test"] else {}
     fitted = Fitted(export=export, init=None, epochs=0, val={k: round(float(v), 6) for k, v in sorted(val.items())},
-                    test={k: round(float(v), 6) for k, v in sorted(test.items())})
+                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores)
     write_json(done, asdict(fitted))
     return fitted
 
@@ -235,6 +259,35 @@ def choose(records: Sequence[dict[str, Any]], tolerance: float, gate: str = "mea
     return best
 
 
+def val_set_changes(base: Fitted, fitted: Fitted, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per validation set, how the round's Spearman moved from the base's on the same rated
+    items, with the paired interval (:func:`robusteval.metaeval.correlation_change`: one
+    resampling of the set's conversations serves both models). Empty where either model's
+    predictions were not kept (a folder made before they were). The gate itself compares the
+    points (:func:`within_tolerance`); this says how far each point can be trusted."""
+    from robusteval.metaeval import correlation_change
+
+    if not base.val_scores or not fitted.val_scores:
+        return {}
+    before: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in json.loads(Path(base.val_scores).read_text(encoding="utf-8")):
+        before.setdefault((r["dataset"], r["key"]), []).append(r)
+    pairs: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for r in json.loads(Path(fitted.val_scores).read_text(encoding="utf-8")):
+        k = (r["dataset"], r["key"])
+        i = seen[k] = seen.get(k, -1) + 1  # an item listed twice pairs with the base's second listing
+        if i < len(before.get(k, ())):
+            pairs.setdefault(r["dataset"], []).append((before[k][i], r))
+    out = {}
+    for ds, pr in sorted(pairs.items()):
+        change = correlation_change([b["pred"] for b, _ in pr], [a["pred"] for _, a in pr],
+                                    [a["target"] for _, a in pr], [a["conversation"] for _, a in pr],
+                                    n_boot=n_boot, seed=seed)
+        out[ds] = {k: change[k] for k in ("before", "after", "change", "ci", "ci_method", "n", "n_contexts")}
+    return out
+
+
 def val_asr(kind: str, export: str, model_args: dict[str, Any], val_pool: Sequence[Sample], attacks: Sequence[Any],
             folder: Path, resume: bool, budget: int, dataset: str, criteria: Any) -> dict[str, Any]:
     """The training attacks re-run against ``export`` on the validation contexts: the primary
@@ -284,6 +337,7 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
         rho = float(fitted.val["val_spearman"])
         sets = {key.split("/", 1)[1]: float(v) for key, v in fitted.val.items() if key.startswith("val_spearman/")}
         return {"round": k, "export": fitted.export, "init": fitted.init, "val_spearman": rho, "val_sets": sets,
+                "val_scores": fitted.val_scores,
                 "val_asr": v.get("asr"), "val_asr_detail": v,
                 "objective": objective(rho, v.get("asr"), spec.asr_weight),
                 "test": fitted.test}
@@ -326,6 +380,7 @@ def adversarial_rounds(folder: Path, *, kind: str, model_args: dict[str, Any], d
                  "adversarial_families": spec.families, "human_share": spec.replay}
         fitted = fit(rdir / "model", kind, {**model_args, "lr": lr}, dargs, spec.epochs, current, resume, accelerator)
         rec = measured(k, fitted)
+        rec["val_set_changes"] = val_set_changes(base, fitted, seed=int(data_args.get("seed", 0)))
         rec["lr"] = lr
         rec["valid"] = within_tolerance(records[0], rec, spec.tolerance, spec.gate)
         rec["added"] = added

@@ -134,7 +134,9 @@ def train_victim(train: TrainSpec, suite: SuiteSpec, cfg: CompareConfig, pools: 
         chosen_round = result["chosen"]
         return {"export": chosen_round["export"], "chosen_round": chosen_round["round"], "test": chosen_round["test"],
                 "rounds": [{k: r[k] for k in ("round", "lr", "val_spearman", "val_sets", "val_asr", "val_asr_detail",
-                                              "objective", "valid", "kept", "added")} for r in result["rounds"]]}
+                                              "objective", "valid", "kept", "added")}
+                           | ({"val_set_changes": r["val_set_changes"]} if "val_set_changes" in r else {})
+                           for r in result["rounds"]]}
 
     model, spec = variant_settings(train)
     trained = harden("trained", model, spec)

@@ -99,13 +99,18 @@ GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "worst v
 
 
 def worst_set(base: dict[str, Any], record: dict[str, Any]) -> str:
-    """The validation set whose Spearman fell most from the base's, with the change."""
+    """The validation set whose Spearman fell most from the base's (the points the gate
+    compares), with the change and, where the round kept its predictions, the paired 95 %
+    interval of that change (``val_set_changes``,
+    :func:`robusteval.training.rounds.val_set_changes`)."""
     b, r = base.get("val_sets") or {}, record.get("val_sets") or {}
     common = [k for k in b if k in r]
     if not common or record is base:
         return "–"
     k = min(common, key=lambda name: r[name] - b[name])
-    return f"{k} ({r[k] - b[k]:+.3f})"
+    paired = (record.get("val_set_changes") or {}).get(k)
+    ci = (paired or {}).get("ci")
+    return f"{k} ({r[k] - b[k]:+.3f}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "") + ")"
 
 
 def gate_rows(training: dict[str, Any]) -> list[list[str]]:
