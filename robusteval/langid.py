@@ -72,7 +72,8 @@ def _word_zipfs(word: str, candidates: tuple[str, ...]) -> tuple[float, ...]:
 @functools.lru_cache(maxsize=65536)  # a guard's detectors ask about the same response in turn
 def _evidence(text: str, candidates: tuple[str, ...]) -> tuple[str | None, tuple[float, ...]]:
     """The main script of ``text`` and, for Latin-script text, each candidate's summed Zipf
-    frequency over its words (in word order, as ``sum`` adds them)."""
+    frequency over its words, added one at a time in word order (what the earlier ``sum`` did
+    on Python 3.11, so the answers did not change)."""
     main = main_script(text)
     if main != "LATIN":
         return main, ()
