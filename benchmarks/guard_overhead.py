@@ -8,8 +8,8 @@ objects (a detector memoizes its analyses, so a reused one would time cache hits
 checks that no repeat was served from it).
 Models (MiniLM, spaCy, WordNet, wordfreq) are loaded before timing, as a
 long-running service would have them. Median of 3 alternating repeats (``--repeats``) after a
-warm-up, and the ratio within each repeat (plain and guarded timed back to back), which drifts
-less with the machine's speed than the ratio of the two medians. Target: ratio <= 1.25.
+warm-up, and the ratio within each repeat (plain and guarded timed back to back), which is meant
+to drift less with the machine's speed than the ratio of the two medians. Target: ratio <= 1.25.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/guard_overhead.py
 """
@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     print("detectors alone (cold): " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
     print(f"flags with default thresholds over all repeats: {flagged}")
     print(f"ratio guarded / plain: {g / p:.3f}  (target <= 1.25)")
-    # each repeat times plain then guarded back to back: on a machine whose speed drifts, the
-    # ratio within a repeat is steadier than the ratio of two medians
+    # each repeat times plain then guarded back to back: on a machine whose speed drifts between
+    # repeats, the ratio within a repeat is meant to be steadier than the ratio of two medians
     paired = sorted(gt / pt for pt, gt in zip(times["plain"], times["guarded"], strict=True))
     print(f"ratio within each repeat: {', '.join(f'{r:.3f}' for r in paired)} (median {statistics.median(paired):.3f})")
     print(f"metric that leaves the CPU idle ({WAIT * 1e3:.0f} ms a pair): plain {idle['plain']:.2f} s, "

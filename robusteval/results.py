@@ -248,10 +248,12 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
+    """Write JSON atomically (temp file + rename). The temporary name carries the process id,
+    so processes writing the same file at once (the ranks of a multi-GPU fit) never rename
+    each other's half-written file: the last rename wins, whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n",
                    encoding="utf-8")
     os.replace(tmp, path)

@@ -365,7 +365,13 @@ def test_harden_trains_the_boolqa_module_on_a_tiny_t5(tiny_t5, tmp_path) -> None
     assert set(r1["val_set_changes"]) == set(r1["val_sets"])
     for ds, ch in r1["val_set_changes"].items():
         assert ch["n"] == len([x for x in json.loads(Path(r0["val_scores"]).read_text()) if x["dataset"] == ds])
-        assert ch["after"] == pytest.approx(r1["val_sets"][ds], abs=1e-6) or r1["val_sets"][ds] == 0.0
+        assert ch["unpaired"] == 0 and ch["nonfinite"] == 0
+        # the same Spearman the gate logged (float32 in Lightning's log, both rounded to 6 places)
+        for side, rec in (("before", r0), ("after", r1)):
+            if ch[side] is None:  # constant predictions: the gate logs 0
+                assert rec["val_sets"][ds] == 0.0
+            else:
+                assert ch[side] == pytest.approx(rec["val_sets"][ds], abs=2e-6)
     export = Path(r1["export"])
     assert (export / "adapter" / "adapter_model.safetensors").is_file() and (export / "boolqa.json").is_file()
     assert not list(export.rglob("*.bin")) and not list(export.rglob("*.pt"))
@@ -645,4 +651,15 @@ def test_val_set_changes_pair_the_same_items_with_a_paired_interval(tmp_path) ->
     assert out["a"]["n"] == 13 and out["b"]["n"] == 8 and out["a"]["n_contexts"] == 6
     assert out["a"]["before"] > 0.9 and out["a"]["after"] < -0.9 and out["a"]["ci"][1] < 0
     assert out["b"]["change"] == 0.0 and out["b"]["ci"] == [0.0, 0.0]
+    assert out["a"]["unpaired"] == 0 and out["b"]["unpaired"] == 0
     assert val_set_changes(base, Fitted(export="r", init=None, epochs=1), n_boot=10) == {}
+    # an item only the round scored, and a non-finite prediction: the change is still given, the
+    # interval is withheld (it would not be about the number the gate compares), the counts say why
+    extra = json.loads((tmp_path / "round.json").read_text())
+    extra.append({"key": "a-new", "dataset": "a", "conversation": "c9", "pred": 3.0, "target": 3.0})
+    next(r for r in extra if r["dataset"] == "b")["pred"] = float("nan")
+    (tmp_path / "round2.json").write_text(json.dumps(extra))
+    rnd2 = Fitted(export="r", init=None, epochs=1, val_scores=str(tmp_path / "round2.json"))
+    out2 = val_set_changes(base, rnd2, n_boot=50)
+    assert out2["a"]["unpaired"] == 1 and out2["a"]["ci"] is None and out2["a"]["change"] == out["a"]["change"]
+    assert out2["b"]["nonfinite"] == 1 and out2["b"]["unpaired"] == 0 and out2["b"]["ci"] is None

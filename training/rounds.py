@@ -3,8 +3,8 @@ learned victims of ``robusteval compare``.
 
 * :func:`fit` trains one evaluator LightningModule (``kind``: ``cross-encoder`` or ``boolqa``,
   :data:`MODULES`) into a folder, with ``accelerator="auto"`` (a GPU when there is one), and
-  records its validation and test metrics in ``fit.json``; a finished folder is reused only
-  under ``resume``.
+  records its validation and test metrics in ``fit.json`` and its validation predictions of
+  the rated items in ``val_scores.json``; a finished folder is reused only under ``resume``.
 * :func:`train_base` is round 0: optional self-supervised pre-training on dialogue contexts
   (:mod:`robusteval.training.ssl`), then fine-tuning on the human judgments.
 * :func:`adversarial_rounds` runs rounds of *attack the current model on the train contexts →
@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -106,7 +108,7 @@ def _reloaded(folder: Path, export: str) -> Fitted:
 
 def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str, Any], epochs: int,
         init: str | None = None, resume: bool = False, accelerator: str = "auto") -> Fitted:
-    """Train one model into ``folder`` (``export/``, logs, ``fit.json``). A finished folder is
+    """Train one model into ``folder`` (``export/``, logs, ``fit.json``, ``val_scores.json``). A finished folder is
     reused under ``resume`` and refused otherwise; an unfinished one starts again from scratch
     (same seed, same result on CPU; GPU kernels are not forced to be deterministic)."""
     done = folder / "fit.json"
@@ -274,8 +276,12 @@ def val_set_changes(base: Fitted, fitted: Fitted, n_boot: int = 1000, seed: int 
         before.setdefault((r["dataset"], r["key"]), []).append(r)
     pairs: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     seen: dict[tuple[str, str], int] = {}
+    items: Counter[str] = Counter()  # rated items per set, both models' listings together
+    for (ds, _), listed in before.items():
+        items[ds] += len(listed)
     for r in json.loads(Path(fitted.val_scores).read_text(encoding="utf-8")):
         k = (r["dataset"], r["key"])
+        items[r["dataset"]] += 1
         i = seen[k] = seen.get(k, -1) + 1  # an item listed twice pairs with the base's second listing
         if i < len(before.get(k, ())):
             pairs.setdefault(r["dataset"], []).append((before[k][i], r))
@@ -284,7 +290,15 @@ def val_set_changes(base: Fitted, fitted: Fitted, n_boot: int = 1000, seed: int 
         change = correlation_change([b["pred"] for b, _ in pr], [a["pred"] for _, a in pr],
                                     [a["target"] for _, a in pr], [a["conversation"] for _, a in pr],
                                     n_boot=n_boot, seed=seed)
-        out[ds] = {k: change[k] for k in ("before", "after", "change", "ci", "ci_method", "n", "n_contexts")}
+        entry = {k: change[k] for k in ("before", "after", "change", "ci", "ci_method", "n", "n_contexts")}
+        # items one model scored and the other did not, or scored non-finite (which the gate's
+        # Spearman keeps and correlation_change drops): the interval would not be about the
+        # gate's number, so it is withheld and the counts say why
+        entry["unpaired"] = items[ds] - 2 * len(pr)
+        entry["nonfinite"] = sum(not (math.isfinite(b["pred"]) and math.isfinite(a["pred"])) for b, a in pr)
+        if entry["unpaired"] or entry["nonfinite"]:
+            entry["ci"] = None
+        out[ds] = entry
     return out
 
 
