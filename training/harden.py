@@ -165,7 +165,7 @@ def markdown(state: dict[str, Any], held_out: set[str]) -> str:
              f"round {state['chosen']} (the best validation objective among rounds whose validation Spearman "
              "stayed within the tolerance of the base's).", "", head, sep,
              "| val Spearman | " + " | ".join(num(r["val_spearman"]) for r in rounds) + " |",
-             "| worst validation set (change) | " + " | ".join(worst_set(rounds[0], r) for r in rounds) + " |",
+             "| worst validation set (change [95% CI]) | " + " | ".join(worst_set(rounds[0], r) for r in rounds) + " |",
              "| val ASR (training attacks, val contexts) | " +
              " | ".join(pct(r["val_asr_detail"]) if r["val_asr_detail"].get("n") else "n/a" for r in rounds) + " |",
              "| objective | " + " | ".join(num(r["objective"]) for r in rounds) + " |",

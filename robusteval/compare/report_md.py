@@ -94,7 +94,7 @@ def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["model", "overall ASR %", *cols, "test Spearman (mean)"], rows
 
 
-GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "worst validation set (change)",
+GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "worst validation set (change [95% CI])",
         "val ASR % [95% CI]", "objective", "within tolerance", "kept"]
 
 
