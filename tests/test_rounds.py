@@ -495,12 +495,17 @@ def test_validation_logs_ssl_accuracy_and_invariance_failures(tiny_bert) -> None
     assert logged["val_invariance_failures"] == pytest.approx(0.5)  # tolerance 1 point on the 0-100 scale
     assert not any(k.startswith("val_spearman") for k in logged)  # no rated rows: no Spearman, not a silent 0
     logged.clear()
-    m._eval_rows = [{"kind": "human", "dataset": ds, "family": None, "pred": p, "target": t, "orig": None}
+    m._eval_rows = [{"kind": "human", "dataset": ds, "family": None, "pred": p, "target": t, "orig": None,
+                     "key": f"{ds}-{i}", "conversation": f"c{i // 2}"}  # as _collect writes them
                     for ds, preds in (("ranks", [0.1, 0.2, 0.3, 0.4]), ("flat", [0.5] * 4))
-                    for p, t in zip(preds, [0.0, 0.3, 0.6, 1.0], strict=True)]
+                    for i, (p, t) in enumerate(zip(preds, [0.0, 0.3, 0.6, 1.0], strict=True))]
     m._log_eval("val")
     assert logged["val_spearman/ranks"] == pytest.approx(1.0) and logged["val_spearman/flat"] == 0.0
     assert logged["val_spearman"] == pytest.approx(0.5)  # a set scored constantly ranks nothing: 0 in the mean
+    # the rated items are kept for the paired change between two models (rounds.val_set_changes)
+    kept = m.eval_scores["val"]
+    assert [(r["key"], r["pred"], r["target"], r["conversation"]) for r in kept][:2] == [
+        ("ranks-0", 0.1, 0.0, "c0"), ("ranks-1", 0.2, 0.3, "c0")] and len(kept) == 8
 
 
 def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
