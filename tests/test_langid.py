@@ -49,3 +49,21 @@ def test_main_script_ascii_fast_path_agrees_with_the_unicode_names(text: str) ->
 
     counts = Counter(s for s in map(script, text) if s)
     assert main_script(text) == (counts.most_common(1)[0][0] if counts else None)
+
+
+def test_detectors_asking_with_different_settings_share_one_identification() -> None:
+    """A guard's detectors ask ``language(text)`` and ``language(text, margin=1.0)`` (and the
+    threshold lookup ``sample_language``): the text's evidence is worked out once for all of
+    them (the cache used to key the two call styles apart, so each response was identified
+    twice), and the answers still follow each call's own settings."""
+    from robusteval import Sample
+    from robusteval.langid import _evidence, clear_cache, language, sample_language
+
+    clear_cache()
+    text = "Le comité a approuvé le budget lundi matin."
+    assert language(text) == "fr"
+    misses = _evidence.cache_info().misses
+    s = Sample(id="x", task="dialogue", response=text, context=("Bonjour",))
+    assert language(text, margin=1.0) == sample_language(s) == "fr"
+    assert language(text, default="fr", margin=50.0) == "fr" and language(text, candidates=("en", "de")) in {"en", "de"}
+    assert _evidence.cache_info().misses == misses + 1  # only the other candidate list is new evidence

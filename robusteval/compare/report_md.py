@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from robusteval.compare.story import DEFAULT_TOLERANCE, Tolerance, VariantStory, inverted_detectors, stories
+from robusteval.metaeval import fmt_change
 from robusteval.stats import pct as pct_ci
 
 LABEL = {"plain": "plain", "guarded": "guarded", "trained": "adv. trained", "guarded+trained": "guarded + trained",
@@ -108,9 +109,8 @@ def worst_set(base: dict[str, Any], record: dict[str, Any]) -> str:
     if not common or record is base:
         return "–"
     k = min(common, key=lambda name: r[name] - b[name])
-    paired = (record.get("val_set_changes") or {}).get(k)
-    ci = (paired or {}).get("ci")
-    return f"{k} ({r[k] - b[k]:+.3f}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "") + ")"
+    paired = (record.get("val_set_changes") or {}).get(k) or {}
+    return f"{k} ({fmt_change({'change': r[k] - b[k], 'ci': paired.get('ci')})})"
 
 
 def gate_rows(training: dict[str, Any]) -> list[list[str]]:
