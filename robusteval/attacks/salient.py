@@ -84,8 +84,11 @@ Pairs = Sequence[tuple[str, Sequence[str]]]
 
 
 def train_salient(pairs: Pairs, out_dir: str | Path, cfg: SalientConfig | None = None,
-                  val_pairs: Pairs = ()) -> dict[str, Any]:
-    """Train the tagger on (source, references) pairs with Lightning; save adapter + head."""
+                  val_pairs: Pairs = (), accelerator: str = "auto") -> dict[str, Any]:
+    """Train the tagger on (source, references) pairs with Lightning; save adapter + head.
+
+    ``accelerator`` is Lightning's (``auto``: a GPU when there is one); it is not saved with the
+    tagger, which loads on any device."""
     import lightning.pytorch as pl
     import torch
     from safetensors.torch import save_file
@@ -147,7 +150,7 @@ def train_salient(pairs: Pairs, out_dir: str | Path, cfg: SalientConfig | None =
               if val_pairs else None)
     lit = Lit()
     lit.train()
-    trainer = pl.Trainer(max_epochs=cfg.epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
+    trainer = pl.Trainer(max_epochs=cfg.epochs, accelerator=accelerator, logger=False, enable_checkpointing=False,
                          enable_model_summary=False, deterministic=True)
     trainer.fit(lit, train_dl, val_dl)
     out = Path(out_dir)
@@ -165,9 +168,10 @@ def train_salient(pairs: Pairs, out_dir: str | Path, cfg: SalientConfig | None =
 
 
 class SalientPredictor:
-    """Loads a trained tagger; ``bag(source)`` returns the predicted salient words."""
+    """Loads a trained tagger; ``bag(source)`` returns the predicted salient words. ``device``:
+    ``auto`` (a GPU when there is one), ``cpu``, ``cuda``..."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, device: str = "auto") -> None:
         import torch
         from peft import PeftModel
         from safetensors.torch import load_file
@@ -175,8 +179,10 @@ class SalientPredictor:
 
         folder = Path(folder)
         meta = json.loads((folder / "salient.json").read_text())
+        from robusteval.metrics.base import resolve_device
         from robusteval.metrics.cross_encoder import resolve_base
 
+        self.device = resolve_device(device)
         self.cfg = SalientConfig(**meta["config"])
         base = resolve_base(self.cfg.base_model, relative_to=folder)  # older folders: an absolute path
         self.tokenizer = AutoTokenizer.from_pretrained(base)
@@ -185,6 +191,8 @@ class SalientPredictor:
         self.head = torch.nn.Linear(self.encoder.config.hidden_size, 1)
         self.head.load_state_dict(load_file(str(folder / "head.safetensors")))
         self.head.eval()
+        self.encoder.to(self.device)
+        self.head.to(self.device)
 
     def probabilities(self, source: str) -> list[tuple[str, float]]:
         import torch
@@ -192,8 +200,9 @@ class SalientPredictor:
         words = source.split()
         enc, firsts = _encode(self.tokenizer, words, self.cfg.max_length)
         with torch.no_grad():
-            hidden = self.encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
-            probs = torch.sigmoid(self.head(hidden).squeeze(-1))[0]
+            hidden = self.encoder(input_ids=enc["input_ids"].to(self.device),
+                                  attention_mask=enc["attention_mask"].to(self.device)).last_hidden_state
+            probs = torch.sigmoid(self.head(hidden).squeeze(-1))[0].cpu()
         return [(words[k], float(probs[pos])) for k, pos in enumerate(firsts)]
 
     def bag(self, source: str, top_k: int | None = None) -> set[str]:

@@ -17,7 +17,8 @@ def run_train(cfg: SalientTrainConfig) -> int:
 
     pairs = summeval_pairs(load_samples(cfg.dataset, data_dir=cfg.data_dir))
     train, val = pairs[: cfg.train_docs], pairs[cfg.train_docs:]
-    metrics = train_salient(train, cfg.out_dir, SalientConfig(epochs=cfg.epochs, seed=cfg.seed), val)
+    metrics = train_salient(train, cfg.out_dir, SalientConfig(epochs=cfg.epochs, seed=cfg.seed), val,
+                           accelerator=cfg.accelerator)
     print(f"trained on {len(train)} documents, validated on {len(val)}: "
           + ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items())))
     print(f"wrote {cfg.out_dir}")

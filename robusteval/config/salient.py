@@ -15,6 +15,7 @@ class SalientTrainConfig(Output):
         epochs: training epochs
         seed: training seed
         data_dir: the human-judgment data folder (default $ROBUSTEVAL_DATA)
+        accelerator: Lightning accelerator (auto: a GPU when there is one)
     """
 
     dataset: str = "summeval"
@@ -22,6 +23,7 @@ class SalientTrainConfig(Output):
     epochs: int = 3
     seed: int = 0
     data_dir: str | None = None
+    accelerator: str = "auto"
 
     def validate(self) -> None:
         self.validate_out()

@@ -34,6 +34,7 @@ import numpy as np
 from robusteval.errors import MissingResourceError, RobustevalError
 from robusteval.llm.openai_compat import OpenAICompatible
 from robusteval.llm.stats import CallStats
+from robusteval.metrics.base import resolve_device
 from robusteval.metrics.identity import model_identity
 from robusteval.paths import SMOLLM2_GGUF, smollm2_dir
 
@@ -80,6 +81,7 @@ class LocalCausalLM:
         from robusteval.llm import tiered
         from robusteval.llm.decode import PrefixBatch
 
+        device = resolve_device(device)  # "auto": cuda when there is a GPU, also when built directly
         path = model or str(smollm2_dir())
         if model is None and not (Path(path) / "config.json").is_file():
             from robusteval.setup_env import convert_smollm2

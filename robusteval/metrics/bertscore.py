@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError
-from robusteval.metrics.base import PairMetric
+from robusteval.metrics.base import PairMetric, resolve_device
 from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import cache_dir, minilm_dir
@@ -102,6 +102,7 @@ class BERTScore(PairMetric):
                  batch_size: int = 64, cache_size: int = 50_000, device: str = "cpu",
                  use_fast_tokenizer: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        device = resolve_device(device)  # "auto": cuda when there is a GPU, also when built directly
         import torch
         from bert_score.utils import get_idf_dict, get_model, get_tokenizer, model2layers
 

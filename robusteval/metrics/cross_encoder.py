@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import MissingResourceError, RobustevalError
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, resolve_device
 from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.paths import minilm_dir, mpnet_dir
@@ -403,6 +403,7 @@ class _CrossEncoderMetric(Metric):
                  head_prefix: str | None = None, **kwargs: Any) -> None:
         conv = {k: kwargs.pop(k) for k in list(kwargs) if k in ScorerConfig.__dataclass_fields__}
         super().__init__(**kwargs)
+        device = resolve_device(device)  # "auto": cuda when there is a GPU, also when built directly
         checkpoint = checkpoint or self.default_checkpoint
         if checkpoint is None:
             raise ValueError(f"{self.name} needs checkpoint=... (a folder written by "

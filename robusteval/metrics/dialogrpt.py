@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, resolve_device
 from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.types import Sample
@@ -52,6 +52,7 @@ class DialogRPT(Metric):
                  max_length: int = 1024, batch_size: int = 16, device: str = "cpu",
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        device = resolve_device(device)  # "auto": cuda when there is a GPU, also when built directly
         if head not in (*HEADS, "ensemble"):
             raise ValueError(f"head must be one of {', '.join(HEADS)}, ensemble; got {head!r}")
         from transformers import AutoTokenizer, GPT2ForSequenceClassification

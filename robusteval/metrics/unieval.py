@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import InputError
-from robusteval.metrics.base import Metric
+from robusteval.metrics.base import Metric, resolve_device
 from robusteval.metrics.identity import model_identity
 from robusteval.metrics.registry import register_metric
 from robusteval.nlp import split_sentences
@@ -133,6 +133,7 @@ class UniEval(Metric):
                  max_length: int = 1024, batch_size: int = 8, device: str = "cpu",
                  adapter: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        device = resolve_device(device)  # "auto": cuda when there is a GPU, also when built directly
         self.model_name = model
         self.adapter = adapter
         self.dimension = dimension

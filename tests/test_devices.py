@@ -1,0 +1,71 @@
+"""``device="auto"`` and ``accelerator="auto"`` everywhere: a neural metric or an LLM backend
+built directly (not only through ``metrics.load``) resolves ``auto`` to cuda when there is a
+GPU and to cpu otherwise, with its weights there; no trainer in the package pins the CPU.
+scripts/gpu_check.py runs the same paths on a GPU (BENCHMARKS.md, "GPU check")."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from test_cross_encoder import _save_robusteval_folder
+
+from robusteval.metrics.base import resolve_device
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _weights_device(module) -> str:
+    return next(module.parameters()).device.type
+
+
+def test_neural_metrics_built_directly_resolve_auto(tiny_bert, tiny_t5, tiny_gpt2, tmp_path) -> None:
+    from robusteval.metrics.bertscore import BERTScore
+    from robusteval.metrics.cross_encoder import CrossEncoder
+    from robusteval.metrics.dialogrpt import DialogRPT
+    from robusteval.metrics.unieval import UniEval
+
+    want = resolve_device("auto")
+    _save_robusteval_folder(tiny_bert, tmp_path)
+    ce = CrossEncoder(checkpoint=str(tmp_path), device="auto")
+    assert ce.device == want and _weights_device(ce.module) == want
+    rpt = DialogRPT(head="updown", checkpoints={"updown": str(tiny_gpt2)}, device="auto")
+    assert rpt.device == want and _weights_device(rpt.models["updown"]) == want
+    bs = BERTScore(model=str(tiny_bert), num_layers=2, device="auto")
+    assert bs.device == want and _weights_device(bs.model) == want
+    ue = UniEval(model=str(tiny_t5), dimension="naturalness", task="dialogue", device="auto")
+    assert ue.device == want
+    # every one of them scores on the device it resolved to
+    from robusteval.types import Sample
+
+    sample = Sample(id="a", task="dialogue", response="i am fine thanks .", context=("how are you today ?",),
+                    references=("i am fine .",))
+    for metric in (ce, rpt, bs, ue):
+        assert 0.0 <= float(metric.score([sample])[0]) <= 100.0
+
+
+def test_local_llm_built_directly_resolves_auto(tiny_lm) -> None:
+    """It crashed before: ``torch`` was asked to move the model to a device named "auto"."""
+    from robusteval.llm.backends import LocalCausalLM
+
+    llm = LocalCausalLM(model=str(tiny_lm), device="auto")
+    assert llm.device == resolve_device("auto") and _weights_device(llm.model) == llm.device
+    assert len(llm.generate(["the cat sat on"], n=1, temperature=0.0, max_new_tokens=3)[0]) == 1
+
+
+def test_no_trainer_in_the_package_pins_the_cpu() -> None:
+    """Users have GPUs (issue 13): every Lightning trainer the package builds takes its
+    accelerator from its caller, ``auto`` by default."""
+    pinned = []
+    for folder in ("robusteval", "training", "detectors"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if re.search(r"accelerator\s*=\s*[\"']cpu[\"']", line):
+                    pinned.append(f"{path.relative_to(ROOT)}:{no}")
+    assert pinned == []
+    from robusteval.attacks.salient import train_salient
+    from robusteval.config.salient import SalientTrainConfig
+
+    assert inspect.signature(train_salient).parameters["accelerator"].default == "auto"
+    assert SalientTrainConfig(out_dir="x").accelerator == "auto"
