@@ -668,3 +668,25 @@ def test_val_set_changes_pair_the_same_items_with_a_paired_interval(tmp_path) ->
     out2 = val_set_changes(base, rnd2, n_boot=50)
     assert out2["a"]["unpaired"] == 1 and out2["a"]["ci"] is None and out2["a"]["change"] == out["a"]["change"]
     assert out2["b"]["nonfinite"] == 1 and out2["b"]["unpaired"] == 0 and out2["b"]["ci"] is None
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "harden")
+                                         .glob("*.yaml")))
+def test_every_shipped_harden_config_is_valid_and_its_parts_resolve(name) -> None:
+    """Known keys only, a round spec the loop accepts, a backbone robusteval knows (minilm by
+    default, or an opt-in one by alias), and attacks that build: a renamed option fails here."""
+    import dataclasses
+
+    from robusteval import attacks
+    from robusteval.metrics.cross_encoder import ALIASES
+    from robusteval.training.harden import harden_keys, rounds_spec
+    from robusteval.training.rounds import MODULES, RoundsSpec
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "harden" / f"{name}.yaml").read_text())
+    assert set(cfg) <= harden_keys(), f"{name}: unknown keys {set(cfg) - harden_keys()}"
+    assert cfg.get("module", "cross-encoder") in MODULES
+    _, spec = rounds_spec(cfg)
+    assert isinstance(spec, RoundsSpec) and dataclasses.asdict(spec)
+    assert cfg["model"].get("checkpoint", "minilm") in ALIASES
+    chosen = attacks.select(cfg["attack"]["attacks"], int(cfg.get("seed", 0)), cfg["attack"].get("attack_options"))
+    assert chosen and set(cfg["attack"].get("held_out") or []) <= {a.family for a in chosen}
