@@ -677,10 +677,11 @@ def test_every_shipped_harden_config_is_valid_and_its_parts_resolve(name) -> Non
     default, or an opt-in one by alias), and attacks that build: a renamed option fails here."""
     import dataclasses
 
-    from robusteval import attacks
-    from robusteval.metrics.cross_encoder import ALIASES
     from robusteval.training.harden import harden_keys, rounds_spec
     from robusteval.training.rounds import MODULES, RoundsSpec
+
+    from robusteval import attacks
+    from robusteval.metrics.cross_encoder import ALIASES
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "harden" / f"{name}.yaml").read_text())
     assert set(cfg) <= harden_keys(), f"{name}: unknown keys {set(cfg) - harden_keys()}"
