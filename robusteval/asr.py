@@ -115,8 +115,8 @@ def asr(rows: Sequence[ResultRow], criterion: str | None = None) -> dict[str, An
 def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
               key: Callable[[ResultRow], str] = family_key) -> dict[str, dict[str, Any]]:
     """``key(row)`` -> ``{direction, attacked, skipped, original_floored, original_rejected,
-    reference_guarded, fitting, primary, criteria: {criterion: ...}}``, the rates with their
-    intervals."""
+    reference_guarded, fitting, primary, criteria: {criterion: ...}, score_change}``, the rates
+    and the mean score change (:func:`score_change`) with their intervals."""
     groups: dict[str, list[ResultRow]] = {}
     for r in map(as_row, rows):
         groups.setdefault(key(r), []).append(r)
@@ -137,6 +137,7 @@ def asr_table(rows: Iterable[ResultRow | Mapping[str, Any]],
             "fitting": sum(is_fitting(r) and r.outcome in COUNTED_OUTCOMES for r in group),
             "primary": asr(used),
             "criteria": {c: asr(used, c) for c in CRITERIA},
+            "score_change": score_change(used),
         }
     return out
 
@@ -170,14 +171,28 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
     return table
 
 
-def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
-    """The paired mean of ``victim_before - victim_after`` over counted rows whose attack
+def _paired_shift(rows: Iterable[ResultRow | Mapping[str, Any]], sign: float) -> dict[str, Any]:
+    """``sign * (victim_after - victim_before)`` averaged over the counted rows whose attack
     produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
-    context): how far the attack moves the victim's score, Hu et al.'s Table 21 statistic
-    (2024, App. D.1) on robusteval's 0-100 scale. Positive: the score fell."""
+    context)."""
     used = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
-    return mean_ci([float(r.victim_before) - float(r.victim_after) for r in used],  # type: ignore[arg-type]
+    return mean_ci([sign * (float(r.victim_after) - float(r.victim_before)) for r in used],  # type: ignore[arg-type]
                    [cluster_of(r) for r in used])
+
+
+def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
+    """The paired mean change of the victim's score, ``victim_after - victim_before`` in points,
+    with its context-clustered interval: how much an attack pays. For an R- family (text made
+    worse) a change above 0 means the worse text scored *higher* on average; a guard that floors
+    flagged text turns a paying attack's change negative. Rows refused by a guard have no after
+    score and are left out (``n`` counts the rows averaged)."""
+    return _paired_shift(rows, 1.0)
+
+
+def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`score_change` with the sign turned, ``victim_before - victim_after``: Hu et al.'s
+    Table 21 statistic (2024, App. D.1) on robusteval's 0-100 scale. Positive: the score fell."""
+    return _paired_shift(rows, -1.0)
 
 
 def _by_attack_and_sample(rows: Iterable[ResultRow | Mapping[str, Any]], criterion: str | None,

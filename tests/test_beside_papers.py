@@ -67,6 +67,25 @@ def test_mean_drop_is_paired_over_scored_attacked_rows() -> None:
     assert summarize(rows)["aspect-negation-rule"]["mean_drop"] == d
 
 
+def test_score_change_is_the_paired_mean_of_after_minus_before_in_every_asr_table() -> None:
+    """Does gaming pay: the same rows as the mean drop, the sign turned, and every ASR table
+    entry carries it (numerator: the after - before sum; denominator: scored counted rows)."""
+    from robusteval.asr import asr_table, score_change
+
+    rows = [_row("s0", 100.0, 60.0), _row("s1", 80.0, 70.0), _row("s2", 90.0, 95.0),
+            _row("s3", 100.0, None), _row("s4", 100.0, 0.0, outcome="skipped"),
+            _row("s5", 100.0, 0.0, fitting_sample=True), _row("s6", 50.0, None, outcome="rejected")]
+    c = score_change(rows)
+    assert c["n"] == 3 and c["mean"] == pytest.approx((-40 - 10 + 5) / 3)
+    d = mean_drop(rows)
+    assert (c["mean"], c["n"]) == (-d["mean"], d["n"]) and c["ci"] == [-d["ci"][1], -d["ci"][0]]
+    (entry,) = asr_table(rows).values()
+    assert entry["score_change"] == c and entry["attacked"] == 5  # s0-s3 and the refused s6
+    # a single scored row: its change, no interval
+    one = score_change([_row("s0", 40.0, 70.0)])
+    assert (one["mean"], one["n"], one["ci"]) == (30.0, 1, None)
+
+
 def test_mean_ci_edges() -> None:
     assert mean_ci([]) == {"mean": None, "n": 0, "ci": None, "ci_method": None}
     assert mean_ci([3.0])["ci"] is None

@@ -216,6 +216,28 @@ def test_asr_charts_draw_r_minus_and_r_plus_families_on_separate_axes(monkeypatc
     assert 'data-plot="asr-plus"' not in render(report)
 
 
+def test_does_gaming_pay_shows_the_r_minus_score_change_per_family_and_skips_older_reports(monkeypatch) -> None:
+    """Every R- row moves the score 50 -> 60: +10 points per family over its 30 rows, in the
+    markdown table and in a chart of its own; R+ families are not in it; a report written
+    before the change existed shows neither."""
+    report = make_report()
+    md, page = markdown(report), render(report)
+    section = md.split("does gaming pay?")[1].split("###")[0]
+    assert "| family-0 (R-) | +10.0 [+10.0, +10.0] (n=30) | +10.0 [+10.0, +10.0] (n=30) |" in section
+    assert "(R+)" not in section and 'data-plot="score-change"' in page
+    drawn: list[tuple[list[str], str]] = []
+    real = plots.grouped_bars
+    monkeypatch.setattr(plots, "grouped_bars", lambda fams, series, title, label, limits:
+                        drawn.append((list(fams), label)) or real(fams, series, title, label, limits))
+    render(report)
+    assert dict((label, fams) for fams, label in drawn)["mean score change (points)"] == ["family-0 (R-)",
+                                                                                          "family-1 (R-)"]
+    for v in report["suites"]["dialogue"]["victims"]["toy victim"]["variants"].values():
+        for e in (v.get("asr") or {}).values():
+            e.pop("score_change")
+    assert "does gaming pay" not in markdown(report) and 'data-plot="score-change"' not in render(report)
+
+
 def test_pooled_flags_cluster_by_context_so_the_interval_is_not_too_narrow() -> None:
     from robusteval.compare.story import flagged_pooled
     from robusteval.stats import wilson

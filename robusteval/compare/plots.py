@@ -161,6 +161,30 @@ def asr_bars(victim: dict[str, Any], title: str, direction: str = "R-") -> str:
     return grouped_bars(fams, series, title, label, (0, 100))
 
 
+def score_change_bars(victim: dict[str, Any], title: str) -> str:
+    """Grouped bars: the mean change of the victim's score (points, after - before, 95 %
+    interval) per R- family, one bar per variant: above 0, the text made worse scored higher
+    (gaming paid); no bar where the entry has no change."""
+    vs = [v for v, e in victim["variants"].items() if e.get("available")]
+    fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
+                   if e.get("direction") == "R-" and e.get("score_change")})
+    series = []
+    for v in vs:
+        ch = [(victim["variants"][v]["asr"].get(f) or {}).get("score_change") or {} for f in fams]
+        vals = [c["mean"] if c.get("mean") is not None else float("nan") for c in ch]
+        cis = [c.get("ci") or [val, val] for c, val in zip(ch, vals, strict=True)]
+        err = [[max(0.0, val - lo) if val == val else 0.0 for val, (lo, _) in zip(vals, cis, strict=True)],
+               [max(0.0, hi - val) if val == val else 0.0 for val, (_, hi) in zip(vals, cis, strict=True)]]
+        series.append((LABEL[v], COLORS[v], vals, err))
+    return grouped_bars(fams, series, title, "mean score change (points)", None)
+
+
+def has_score_change(victim: dict[str, Any]) -> bool:
+    """Whether any available variant has a mean score change for an R- family."""
+    return any(e.get("direction") == "R-" and e.get("score_change")
+               for v in victim["variants"].values() if v.get("available") for e in v["asr"].values())
+
+
 def has_direction(victim: dict[str, Any], direction: str) -> bool:
     """Whether any available variant of ``victim`` has a family of ``direction``."""
     return any(e.get("direction") == direction for v in victim["variants"].values() if v.get("available")

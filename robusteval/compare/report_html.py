@@ -169,6 +169,11 @@ def render(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
                 parts.append(figure("asr", plots.asr_bars(victim, f"{vname}: R- ASR per attack family", "R-"),
                                     "R- attacks (text made worse): how often the metric was fooled, per family, "
                                     "before and after each defense (lower is better)."))
+            if plots.has_score_change(victim):
+                parts.append(figure("score-change", plots.score_change_bars(victim, f"{vname}: does gaming pay?"),
+                                    "R- attacks: the mean change of the victim's score, after minus before, per "
+                                    "family (points, 95% interval resampling contexts). Above 0: the text made "
+                                    "worse scored higher on average."))
             if plots.has_direction(victim, "R+"):
                 parts.append(figure("asr-plus", plots.asr_bars(victim, f"{vname}: R+ invariance failures", "R+"),
                                     "R+ rewrites (meaning kept): how often the score moved past the tolerance, per "

@@ -303,8 +303,30 @@ def rule(tol: Tolerance = DEFAULT_TOLERANCE) -> str:
             "Changes are measured against the plain variant.")
 
 
+def fmt_points(c: dict[str, Any] | None) -> str:
+    """A mean score change (:func:`robusteval.asr.score_change`): "+12.3 [+5.1, +20.0] (n=34)"."""
+    if not c or not c.get("n") or c.get("mean") is None:
+        return "–"
+    ci = c.get("ci")
+    spread = f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else ""
+    return f"{c['mean']:+.1f}{spread} (n={c['n']})"
+
+
+def change_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Does gaming pay? The mean change of the victim's score (points, after - before) per R-
+    family and variant; families whose entries lack it (reports made before 2026-11-26) are
+    left out."""
+    vs = available(victim)
+    fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
+                   if e.get("direction") == "R-" and e.get("score_change")})
+    rows = [[f, *(fmt_points((victim["variants"][v]["asr"].get(f) or {}).get("score_change")) for v in vs)]
+            for f in fams]
+    return ["family (direction)", *(LABEL[v] for v in vs)], rows
+
+
 def family_sections(vname: str, victim: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The per-family ASR tables, R- and R+ apart: (title, head, rows) for each non-empty one."""
+    """The per-family tables, R- and R+ apart: ASR, invariance failures, and how far R- attacks
+    move the score; (title, head, rows) for each non-empty one."""
     out = []
     for direction, what in (("R-", "R- attacks (text made worse): ASR % [95% CI] per family (fooled/attacked)"),
                             ("R+", "R+ attacks (meaning kept): invariance failures % [95% CI] per family "
@@ -312,6 +334,10 @@ def family_sections(vname: str, victim: dict[str, Any]) -> list[tuple[str, list[
         head, rows = asr_rows(victim, direction)
         if rows:
             out.append((f"{vname}: {what}", head, rows))
+    head, rows = change_rows(victim)
+    if rows:
+        out.append((f"{vname}: R- attacks, does gaming pay? Mean score change in points (after - before) "
+                    "[95% CI] per family; above 0: the worse text scored higher", head, rows))
     return out
 
 
