@@ -18,6 +18,7 @@ invariance tolerance (robusteval's invariance criterion).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -174,18 +175,24 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
 def _paired_shift(rows: Iterable[ResultRow | Mapping[str, Any]], sign: float) -> dict[str, Any]:
     """``sign * (victim_after - victim_before)`` averaged over the counted rows whose attack
     produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
-    context)."""
-    used = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
-    return mean_ci([sign * (float(r.victim_after) - float(r.victim_before)) for r in used],  # type: ignore[arg-type]
-                   [cluster_of(r) for r in used])
+    context). A pair with a non-finite score (no path writes one today: metrics refuse them) is
+    left out and counted in ``nonfinite`` rather than stopping every ASR table."""
+    scored = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
+    used = [r for r in scored if math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
+    out = mean_ci([sign * float(r.victim_after) - sign * float(r.victim_before) for r in used],  # type: ignore[arg-type]
+                  [cluster_of(r) for r in used])
+    if len(used) < len(scored):
+        out["nonfinite"] = len(scored) - len(used)
+    return out
 
 
 def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
     """The paired mean change of the victim's score, ``victim_after - victim_before`` in points,
     with its context-clustered interval: how much an attack pays. For an R- family (text made
     worse) a change above 0 means the worse text scored *higher* on average; a guard that floors
-    flagged text turns a paying attack's change negative. Rows refused by a guard have no after
-    score and are left out (``n`` counts the rows averaged)."""
+    flagged text pulls the change down. Rows refused by a guard (policy ``reject``) have no after
+    score and are left out, so such a variant averages over the texts that got through (``n``
+    counts the rows averaged; the ASR table beside it counts the refused ones)."""
     return _paired_shift(rows, 1.0)
 
 

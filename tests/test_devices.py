@@ -68,4 +68,7 @@ def test_no_trainer_in_the_package_pins_the_cpu() -> None:
     from robusteval.config.salient import SalientTrainConfig
 
     assert inspect.signature(train_salient).parameters["accelerator"].default == "auto"
+    from robusteval.attacks.salient import SalientPredictor  # an attack-side helper: CPU unless asked
+
+    assert inspect.signature(SalientPredictor).parameters["device"].default == "cpu"
     assert SalientTrainConfig(out_dir="x").accelerator == "auto"

@@ -532,6 +532,11 @@ def test_fit_then_measure_an_export_as_is(tiny_bert, tmp_path) -> None:
     assert str(tmp_path) not in before
     again = measure(tmp_path / "m", "cross-encoder", fitted.export, model, dargs)
     assert again.export == fitted.export and again.epochs == 0
+    # where Lightning ran each (accelerator auto): recorded, and the same device here
+    from robusteval.metrics.base import resolve_device
+
+    assert fitted.device == again.device and fitted.device.split(":")[0] == resolve_device("auto")
+    assert json.loads((tmp_path / "a" / "fit.json").read_text())["device"] == fitted.device
     # measured before, resumed with the export where it is now
     assert measure(tmp_path / "m", "cross-encoder", moved.export, model, dargs, resume=True).export == moved.export
     assert again.val["val_spearman"] == pytest.approx(fitted.val["val_spearman"], abs=1e-5)

@@ -84,6 +84,8 @@ class Fitted:
     # the validation pass's rated items and predictions (VAL_SCORES in the model's folder; None
     # for a folder written before they were kept)
     val_scores: str | None = None
+    # where Lightning trained or measured it ("cpu", "cuda:0"; None for an older folder)
+    device: str | None = None
 
 
 VAL_SCORES = "val_scores.json"
@@ -140,7 +142,8 @@ def fit(folder: Path, kind: str, model_args: dict[str, Any], data_args: dict[str
     test = trainer.test(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["test"] else {}
     fitted = Fitted(export=str(export), init=init, epochs=epochs,
                     val={k: round(float(v), 6) for k, v in sorted(val.items())},
-                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores)
+                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores,
+                    device=str(trainer.strategy.root_device))
     write_json(done, asdict(fitted))
     return fitted
 
@@ -163,7 +166,8 @@ def measure(folder: Path, kind: str, export: str, model_args: dict[str, Any], da
     val, val_scores = _validated(folder, trainer, module, dm)
     test = trainer.test(module, dm, verbose=False)[0] if dm.pool and dm.pool.items["test"] else {}
     fitted = Fitted(export=export, init=None, epochs=0, val={k: round(float(v), 6) for k, v in sorted(val.items())},
-                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores)
+                    test={k: round(float(v), 6) for k, v in sorted(test.items())}, val_scores=val_scores,
+                    device=str(trainer.strategy.root_device))
     write_json(done, asdict(fitted))
     return fitted
 

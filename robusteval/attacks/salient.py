@@ -169,9 +169,10 @@ def train_salient(pairs: Pairs, out_dir: str | Path, cfg: SalientConfig | None =
 
 class SalientPredictor:
     """Loads a trained tagger; ``bag(source)`` returns the predicted salient words. ``device``:
-    ``auto`` (a GPU when there is one), ``cpu``, ``cuda``..."""
+    ``cpu`` by default, like the other attack-side helper models (docs/attacks.md: the words an
+    attack picks do not depend on a GPU's kernels); ``auto`` or ``cuda`` to move it."""
 
-    def __init__(self, folder: str | Path, device: str = "auto") -> None:
+    def __init__(self, folder: str | Path, device: str = "cpu") -> None:
         import torch
         from peft import PeftModel
         from safetensors.torch import load_file

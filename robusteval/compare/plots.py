@@ -167,7 +167,7 @@ def score_change_bars(victim: dict[str, Any], title: str) -> str:
     (gaming paid); no bar where the entry has no change."""
     vs = [v for v, e in victim["variants"].items() if e.get("available")]
     fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
-                   if e.get("direction") == "R-" and e.get("score_change")})
+                   if e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")})
     series = []
     for v in vs:
         ch = [(victim["variants"][v]["asr"].get(f) or {}).get("score_change") or {} for f in fams]
@@ -181,7 +181,7 @@ def score_change_bars(victim: dict[str, Any], title: str) -> str:
 
 def has_score_change(victim: dict[str, Any]) -> bool:
     """Whether any available variant has a mean score change for an R- family."""
-    return any(e.get("direction") == "R-" and e.get("score_change")
+    return any(e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")
                for v in victim["variants"].values() if v.get("available") for e in v["asr"].values())
 
 

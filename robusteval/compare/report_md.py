@@ -318,7 +318,7 @@ def change_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     left out."""
     vs = available(victim)
     fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
-                   if e.get("direction") == "R-" and e.get("score_change")})
+                   if e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")})
     rows = [[f, *(fmt_points((victim["variants"][v]["asr"].get(f) or {}).get("score_change")) for v in vs)]
             for f in fams]
     return ["family (direction)", *(LABEL[v] for v in vs)], rows
@@ -337,7 +337,8 @@ def family_sections(vname: str, victim: dict[str, Any]) -> list[tuple[str, list[
     head, rows = change_rows(victim)
     if rows:
         out.append((f"{vname}: R- attacks, does gaming pay? Mean score change in points (after - before) "
-                    "[95% CI] per family; above 0: the worse text scored higher", head, rows))
+                    "[95% CI] per family; above 0: the worse text scored higher (texts a guard refused have no "
+                    "after score and are not averaged)", head, rows))
     return out
 
 
