@@ -84,6 +84,9 @@ def test_score_change_is_the_paired_mean_of_after_minus_before_in_every_asr_tabl
     # a single scored row: its change, no interval
     one = score_change([_row("s0", 40.0, 70.0)])
     assert (one["mean"], one["n"], one["ci"]) == (30.0, 1, None)
+    # a non-finite score (no path writes one today) is counted apart, not averaged, not a crash
+    odd = score_change([*rows, _row("s7", 50.0, float("nan"))])
+    assert (odd["mean"], odd["n"], odd["nonfinite"]) == (c["mean"], 3, 1) and "nonfinite" not in c
 
 
 def test_mean_ci_edges() -> None:
