@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from robusteval.compare.report_md import LABEL
+from robusteval.compare.report_md import LABEL, available, change_families
 
 COLORS = {"plain": "#4C72B0", "guarded": "#55A868", "trained": "#C44E52", "guarded+trained": "#8172B2",
           "smoothed": "#CCB974", "smoothed+trained": "#64B5CD", "guarded+smoothed": "#8C8C8C",
@@ -142,6 +142,14 @@ def grouped_bars_figure(groups: list[str], series: Series, title: str, value_lab
     return fig, tips
 
 
+def whiskers(vals: list[float], cis: list[list[float] | None]) -> list[list[float]]:
+    """Error-bar lengths below and above each value from its interval (0 where the value or its
+    interval is missing)."""
+    pairs = list(zip(vals, cis, strict=True))
+    return [[max(0.0, v - ci[0]) if v == v and ci else 0.0 for v, ci in pairs],
+            [max(0.0, ci[1] - v) if v == v and ci else 0.0 for v, ci in pairs]]
+
+
 def asr_bars(victim: dict[str, Any], title: str, direction: str = "R-") -> str:
     """Grouped bars: ASR per attack family of one ``direction``, one bar per variant (no bar
     where nothing was attacked: never a 0 % bar for an empty denominator). R- families count
@@ -153,10 +161,8 @@ def asr_bars(victim: dict[str, Any], title: str, direction: str = "R-") -> str:
     for v in vs:
         prim = [(victim["variants"][v]["asr"].get(f) or {}).get("primary") or {} for f in fams]
         vals = [100 * p["asr"] if p.get("asr") is not None else float("nan") for p in prim]
-        cis = [p.get("ci") or [float("nan")] * 2 for p in prim]
-        err = [[max(0.0, val - 100 * lo) if val == val else 0.0 for val, (lo, _) in zip(vals, cis, strict=True)],
-               [max(0.0, 100 * hi - val) if val == val else 0.0 for val, (_, hi) in zip(vals, cis, strict=True)]]
-        series.append((LABEL[v], COLORS[v], vals, err))
+        cis = [[100 * x for x in p["ci"]] if p.get("ci") else None for p in prim]
+        series.append((LABEL[v], COLORS[v], vals, whiskers(vals, cis)))
     label = "ASR (%)" if direction == "R-" else "invariance failures (%)"
     return grouped_bars(fams, series, title, label, (0, 100))
 
@@ -165,24 +171,18 @@ def score_change_bars(victim: dict[str, Any], title: str) -> str:
     """Grouped bars: the mean change of the victim's score (points, after - before, 95 %
     interval) per R- family, one bar per variant: above 0, the text made worse scored higher
     (gaming paid); no bar where the entry has no change."""
-    vs = [v for v, e in victim["variants"].items() if e.get("available")]
-    fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
-                   if e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")})
+    vs, fams = available(victim), change_families(victim)
     series = []
     for v in vs:
         ch = [(victim["variants"][v]["asr"].get(f) or {}).get("score_change") or {} for f in fams]
         vals = [c["mean"] if c.get("mean") is not None else float("nan") for c in ch]
-        cis = [c.get("ci") or [val, val] for c, val in zip(ch, vals, strict=True)]
-        err = [[max(0.0, val - lo) if val == val else 0.0 for val, (lo, _) in zip(vals, cis, strict=True)],
-               [max(0.0, hi - val) if val == val else 0.0 for val, (_, hi) in zip(vals, cis, strict=True)]]
-        series.append((LABEL[v], COLORS[v], vals, err))
+        series.append((LABEL[v], COLORS[v], vals, whiskers(vals, [c.get("ci") for c in ch])))
     return grouped_bars(fams, series, title, "mean score change (points)", None)
 
 
 def has_score_change(victim: dict[str, Any]) -> bool:
     """Whether any available variant has a mean score change for an R- family."""
-    return any(e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")
-               for v in victim["variants"].values() if v.get("available") for e in v["asr"].values())
+    return bool(change_families(victim))
 
 
 def has_direction(victim: dict[str, Any], direction: str) -> bool:

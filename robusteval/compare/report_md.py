@@ -312,13 +312,17 @@ def fmt_points(c: dict[str, Any] | None) -> str:
     return f"{c['mean']:+.1f}{spread} (n={c['n']})"
 
 
+def change_families(victim: dict[str, Any]) -> list[str]:
+    """The R- families with a mean score change in some available variant (entries of reports
+    made before 2026-11-26 lack it; a family every text of which a guard refused has n = 0)."""
+    return sorted({f for v in available(victim) for f, e in victim["variants"][v]["asr"].items()
+                   if e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")})
+
+
 def change_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Does gaming pay? The mean change of the victim's score (points, after - before) per R-
-    family and variant; families whose entries lack it (reports made before 2026-11-26) are
-    left out."""
-    vs = available(victim)
-    fams = sorted({f for v in vs for f, e in victim["variants"][v]["asr"].items()
-                   if e.get("direction") == "R-" and (e.get("score_change") or {}).get("n")})
+    family (:func:`change_families`) and variant."""
+    vs, fams = available(victim), change_families(victim)
     rows = [[f, *(fmt_points((victim["variants"][v]["asr"].get(f) or {}).get("score_change")) for v in vs)]
             for f in fams]
     return ["family (direction)", *(LABEL[v] for v in vs)], rows
