@@ -1,6 +1,6 @@
 """``device="auto"`` and ``accelerator="auto"`` everywhere: a neural metric or an LLM backend
 built directly (not only through ``metrics.load``) resolves ``auto`` to cuda when there is a
-GPU and to cpu otherwise, with its weights there; no trainer in the package pins the CPU.
+GPU, to mps on Apple silicon and to cpu otherwise, with its weights there; no trainer in the package pins the CPU.
 scripts/gpu_check.py runs the same paths on a GPU (BENCHMARKS.md, "GPU check")."""
 
 from __future__ import annotations
@@ -43,6 +43,18 @@ def test_neural_metrics_built_directly_resolve_auto(tiny_bert, tiny_t5, tiny_gpt
                     references=("i am fine .",))
     for metric in (ce, rpt, bs, ue):
         assert 0.0 <= float(metric.score([sample])[0]) <= 100.0
+
+
+def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch) -> None:
+    """Lightning's ``accelerator="auto"`` trains on MPS on Apple silicon; ``device="auto"`` must
+    pick the same device there, or a trained model and the metric scoring with it disagree."""
+    import torch
+
+    for cuda, mps, want in ((True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda mps=mps: mps)
+        assert resolve_device("auto") == want
+    assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cpu") == "cpu"
 
 
 def test_local_llm_built_directly_resolves_auto(tiny_lm) -> None:

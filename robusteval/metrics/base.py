@@ -230,12 +230,19 @@ def on_accelerator(device: Any) -> bool:
 
 
 def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when a GPU is visible here, else ``"cpu"``; any other device as given."""
+    """``"auto"`` -> ``"cuda"`` when an NVIDIA GPU is visible here, else ``"mps"`` on Apple silicon
+    (the device Lightning's ``accelerator="auto"`` picks there, so a trainer and the metric it
+    feeds agree), else ``"cpu"``; any other device as given."""
     if device != "auto":
         return device
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
 
 
 def score_or_refuse(metric: Any, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
