@@ -626,6 +626,39 @@ def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(com
         assert kept[name].get("validity") == entry.get("validity"), name
 
 
+def test_rerendering_restores_the_paired_tests_and_score_changes_exactly_from_the_logs(compared, tmp_path,
+                                                                                      capsys) -> None:
+    """Each variant records the digest of the rows behind its figures, which its attack logs
+    reproduce; a report stripped of the paired tests and score changes (as a run made before
+    they existed) gets them back from those logs, identical to what the run wrote."""
+    from robusteval.compare.pipeline import rows_digest
+    from robusteval.compare.render import logged_rows, render_report
+    from robusteval.results import slug
+
+    out, _, _ = compared
+    old = tmp_path / "run"
+    shutil.copytree(out, old)
+    report = json.loads((old / "report.json").read_text())
+    stripped = json.loads((old / "report.json").read_text())
+    n = 0
+    for s_name, suite in stripped["suites"].items():
+        for v_name, victim in suite["victims"].items():
+            for name, entry in victim["variants"].items():
+                if not entry.get("available"):
+                    continue
+                rows = logged_rows(old / slug(s_name) / slug(v_name), name)
+                assert rows is not None and rows_digest(rows) == entry["rows_sha256"], (v_name, name)
+                entry.pop("paired_vs_plain", None)
+                for a in entry["asr"].values():
+                    a.pop("score_change")
+                n += 1
+    assert n >= 6
+    (old / "report.json").write_text(json.dumps(stripped))
+    again = render_report(old)
+    assert "render_report:" not in capsys.readouterr().err
+    assert again == report
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "compare")
                                          .glob("*.yaml")))
 def test_every_shipped_compare_config_parses_and_builds_its_attacks_and_victims(name) -> None:

@@ -18,7 +18,7 @@ import pytest
 from robusteval.asr import asr_table, by_direction, overall
 from robusteval.attacks.base import ResultRow
 from robusteval.compare import plots
-from robusteval.compare.pipeline import add_validity, flagged_summary
+from robusteval.compare.pipeline import _rounded, add_validity, flagged_summary
 from robusteval.compare.render import render_report
 from robusteval.compare.report_html import render
 from robusteval.compare.report_md import HEADLINE, headline_rows, markdown
@@ -556,7 +556,7 @@ def test_render_report_adds_the_paired_test_from_the_attack_logs(tmp_path, capsy
     log(folder / "trained" / "attacks" / "results.jsonl", minus(rows_for(5, 60, 0, 0, 2)))
     (tmp_path / "report.json").write_text(json.dumps(report))
     again = render_report(tmp_path)
-    expected = paired_change([(minus(plain_rows), g)], key=direction_of)
+    expected = _rounded(paired_change([(minus(plain_rows), g)], key=direction_of))  # as the pipeline writes it
     assert json.loads(json.dumps(expected)) == again["suites"]["dialogue"]["victims"]["toy victim"]["variants"][
         "guarded"]["paired_vs_plain"]
     assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["trained"]
@@ -570,3 +570,64 @@ def test_render_report_adds_the_paired_test_from_the_attack_logs(tmp_path, capsy
     again = render_report(tmp_path)
     assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["guarded"]
     assert "guarded's attack logs cannot be read (DataFormatError" in capsys.readouterr().err
+
+
+def _log_rows(path: Path, rows: list[dict]) -> None:
+    JsonlLog(path, key="key", resume=False).append([{**r, "key": f"{r['attack']}|{r['sample_id']}"} for r in rows])
+
+
+def test_render_report_adds_the_score_change_to_older_reports_from_their_logs(tmp_path, capsys) -> None:
+    """A report written before ``score_change`` existed gets it per ASR-table entry from the
+    attack logs, so its "does gaming pay?" section appears on re-render; an entry whose logs
+    count it differently gets none (stderr says so), and the others still get theirs."""
+    from robusteval.results import slug
+
+    report = make_report()
+    v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    folder = tmp_path / "dialogue" / slug("toy victim")
+    rows = [{**r, "victim_after": 50.0 + 3.0 * (int(r["sample_id"][1:]) // 2 % 2)} for r in rows_for(30, 60, 0, 0, 2)]
+    v["plain"] = variant(rows, 0.4)
+    _log_rows(folder / "plain" / "attacks" / "results.jsonl", rows)
+    want = asr_table(rows)
+    for e in v["plain"]["asr"].values():
+        e.pop("score_change")
+    v["plain"]["asr"]["family-1 (R-)"]["primary"]["successes"] -= 1  # this entry no longer matches its log
+    for name in ("guarded", "trained"):
+        v[name] = {"available": False, "reason": "x"}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert "does gaming pay" not in markdown(report)
+    again = render_report(tmp_path)
+    asr_ = again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["plain"]["asr"]
+    got = asr_["family-0 (R-)"]["score_change"]
+    assert got == json.loads(json.dumps(_rounded(want["family-0 (R-)"]["score_change"]))) and (got["n"], got["mean"]) == (30, 1.5)
+    assert "score_change" not in asr_["family-1 (R-)"]
+    assert "logs count family-1 (R-) differently" in capsys.readouterr().err
+    assert "does gaming pay" in (tmp_path / "report.md").read_text()
+
+
+def test_a_recorded_rows_digest_refuses_logs_that_changed_even_with_the_same_counts(tmp_path, capsys) -> None:
+    """A report records a digest of each variant's rows (``rows_sha256``); a log edited since
+    (here one row's score, every count unchanged) is not read back, where the counts alone would
+    pass it. Timings do not enter the digest."""
+    from robusteval.compare.pipeline import rows_digest
+    from robusteval.results import slug
+
+    report = make_report()
+    v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    folder = tmp_path / "dialogue" / slug("toy victim")
+    plain, guarded = rows_for(30, 60, 0, 0, 2), rows_for(6, 60, 0, 0, 2)
+    for name, rows in (("plain", plain), ("guarded", guarded)):
+        v[name] = variant(rows, 0.4)
+        _log_rows(folder / name / "attacks" / "results.jsonl", rows)
+        v[name]["rows_sha256"] = rows_digest([{**r, "wall_time": 9.0} for r in rows])
+    v["trained"] = {"available": False, "reason": "x"}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert "paired_vs_plain" in render_report(tmp_path)["suites"]["dialogue"]["victims"]["toy victim"][
+        "variants"]["guarded"]
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    edited = folder / "guarded" / "attacks" / "results.jsonl"
+    edited.unlink()
+    _log_rows(edited, [{**guarded[0], "victim_after": 99.0}, *guarded[1:]])
+    again = render_report(tmp_path)
+    assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["guarded"]
+    assert "no longer hold the rows the report was computed from" in capsys.readouterr().err

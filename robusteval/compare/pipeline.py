@@ -27,6 +27,7 @@ rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -168,6 +169,30 @@ def effective_rows(direct: Sequence[dict[str, Any]] | None, transfer: Sequence[d
         return list(direct)
     redone = {r["attack"] for r in adaptive or []}
     return [r for r in transfer or [] if r["attack"] not in redone] + list(adaptive or [])
+
+
+#: the fields of a result row that every figure of a variant is computed from (the ASR tables,
+#: the score changes, the paired tests, the score distributions); timings, cache counts and the
+#: victim's description (which names local paths) are left out
+DIGESTED = ("attack", "family", "sample_id", "context_id", "direction", "outcome", "original", "adversarial",
+            "victim_before", "victim_after", "gold_before", "gold_after", "success", "model_calls")
+DIGESTED_META = ("reference_guarded", "fitting_sample")
+
+
+def rows_digest(rows: Sequence[dict[str, Any]]) -> str:
+    """A SHA-256 of the rows behind a variant's figures, recorded in report.json as
+    ``rows_sha256``: a later re-render reads the attack logs back only if they still hold
+    exactly these rows (:func:`robusteval.compare.render.rows_of_record`). Only
+    :data:`DIGESTED` fields count, floats rounded as the report rounds them, rows in a fixed
+    order; so two runs that computed the same figures from the same texts agree whatever their
+    timings or folders."""
+    import hashlib
+
+    picked = [{**{k: r.get(k) for k in DIGESTED},
+               "meta": {k: (r.get("meta") or {}).get(k) for k in DIGESTED_META}} for r in rows]
+    picked.sort(key=lambda r: (str(r["attack"]), str(r["sample_id"]), str(r["direction"])))
+    text = json.dumps(_rounded(picked), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def score_distributions(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
@@ -345,7 +370,8 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
                                  "by_direction": by_direction(used),
                                  "correlation": corr, "mean_spearman": mean_spearman(corr),
                                  "scores": score_distributions(used),
-                                 "model_calls": int(sum(r["model_calls"] for r in used))}
+                                 "model_calls": int(sum(r["model_calls"] for r in used)),
+                                 "rows_sha256": rows_digest(used)}
         if variant != "plain" and "plain" in counted_rows:
             # the same attacks on the same test samples: paired, per direction (the verdict's test)
             entry["paired_vs_plain"] = paired_change([(counted_rows["plain"], used)], key=direction_of)

@@ -117,53 +117,106 @@ def counts_of(by_dir: dict[str, Any] | None) -> dict[str, tuple[Any, Any]]:
     return {d: (e.get("successes"), e.get("n")) for d, e in (by_dir or {}).items()}
 
 
+def rows_of_record(variants: dict[str, Any], folder: Path, v: str, where: str) -> list[dict[str, Any]] | None:
+    """The rows behind variant ``v``'s recorded ASR, read back from its attack logs, or None
+    (with the reason on stderr) when they cannot be trusted to be the run's: logs gone,
+    unreadable, or not the rows the report was computed from. A report that recorded its rows'
+    digest (``rows_sha256``, :func:`robusteval.compare.pipeline.rows_digest`) is held to it
+    exactly; an older one, which has none, to the counts per direction of its ``by_direction``."""
+    from robusteval.asr import by_direction
+    from robusteval.compare.pipeline import rows_digest
+    from robusteval.errors import RobustevalError
+
+    entry = variants[v]
+    try:
+        rows = logged_rows(folder, v)
+        counts = None if rows is None else counts_of(by_direction(rows))
+    except (RobustevalError, ValueError, KeyError, TypeError) as exc:  # a corrupt or older log
+        print(f"render_report: {where}: {v}'s attack logs cannot be read ({type(exc).__name__}: {exc}); "
+              "nothing added from them", file=sys.stderr)
+        return None
+    if rows is None:
+        print(f"render_report: {where}: no attack logs of {v} under {folder}; nothing added from them",
+              file=sys.stderr)
+        return None
+    recorded = entry.get("rows_sha256")
+    if recorded is not None:
+        if rows_digest(rows) != recorded:
+            print(f"render_report: {where}: {v}'s attack logs under {folder} no longer hold the rows the "
+                  "report was computed from (their digest differs); nothing added from them", file=sys.stderr)
+            return None
+    elif counts != counts_of(entry.get("by_direction")):
+        print(f"render_report: {where}: {v}'s attack logs count {counts}, the report "
+              f"{counts_of(entry.get('by_direction'))}; nothing added from them", file=sys.stderr)
+        return None
+    return rows
+
+
 def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
     """Adds ``paired_vs_plain`` (:func:`robusteval.asr.paired_change` per direction, the
     verdict's paired test) to each available variant that a run made before it existed lacks,
-    from the attack logs of the variant and of plain. Logs that are gone, or that no longer
-    count what the report's ``by_direction`` counts, leave the variant as it was (its verdict
-    then falls back to the intervals) and say so on stderr. Returns whether it added any."""
-    from robusteval.asr import by_direction, direction_of, paired_change
-    from robusteval.errors import RobustevalError
+    from the attack logs of the variant and of plain (:func:`rows_of_record`). Logs that cannot
+    be trusted leave the variant as it was (its verdict then falls back to the intervals).
+    Returns whether it added any."""
+    from robusteval.asr import direction_of, paired_change
+    from robusteval.compare.pipeline import _rounded
 
     todo = [v for v, e in variants.items() if v != "plain" and e.get("available") and "paired_vs_plain" not in e]
     plain = variants.get("plain") or {}
     if not todo or not plain.get("available"):
         return False
-
-    def rows_matching(v: str) -> list[dict[str, Any]] | None:
-        try:
-            rows = logged_rows(folder, v)
-            counts = None if rows is None else counts_of(by_direction(rows))
-        except (RobustevalError, ValueError, KeyError, TypeError) as exc:  # a corrupt or older log
-            print(f"render_report: {where}: {v}'s attack logs cannot be read ({type(exc).__name__}: {exc}); "
-                  "no paired test added", file=sys.stderr)
-            return None
-        if rows is None:
-            print(f"render_report: {where}: no attack logs of {v} under {folder}; its verdict keeps the "
-                  "intervals' rule", file=sys.stderr)
-        elif counts != counts_of(variants[v].get("by_direction")):
-            print(f"render_report: {where}: {v}'s attack logs count {counts}, the report "
-                  f"{counts_of(variants[v].get('by_direction'))}; no paired test added", file=sys.stderr)
-            rows = None
-        return rows
-
-    base = rows_matching("plain")
+    base = rows_of_record(variants, folder, "plain", where)
     added = False
     for v in todo if base is not None else ():
-        rows = rows_matching(v)
+        rows = rows_of_record(variants, folder, v, where)
         if rows is not None:
-            variants[v]["paired_vs_plain"] = paired_change([(base, rows)], key=direction_of)
+            variants[v]["paired_vs_plain"] = _rounded(paired_change([(base, rows)], key=direction_of))
+            added = True
+    return added
+
+
+def fill_score_change(variants: dict[str, Any], folder: Path, where: str) -> bool:
+    """Adds ``score_change`` (:func:`robusteval.asr.score_change`, "does gaming pay?") to the
+    ASR table entries of a run made before it existed, from the variant's attack logs
+    (:func:`rows_of_record`); an entry gets it only where the logs count what the entry counts
+    (attacked rows and primary successes). Returns whether it added any."""
+    from robusteval.asr import asr_table
+    from robusteval.compare.pipeline import _rounded
+
+    added = False
+    for v, e in variants.items():
+        table = e.get("asr") if e.get("available") else None
+        if not table or all("score_change" in a for a in table.values()):
+            continue
+        rows = rows_of_record(variants, folder, v, where)
+        fresh = asr_table(rows) if rows is not None else {}
+        for name, a in table.items():
+            got = fresh.get(name)
+            if "score_change" in a or got is None:
+                continue
+            if (got["attacked"], got["primary"].get("successes")) != (a.get("attacked"),
+                                                                      (a.get("primary") or {}).get("successes")):
+                print(f"render_report: {where}: {v}'s logs count {name} differently from the report; "
+                      "no score change added for it", file=sys.stderr)
+                continue
+            a["score_change"] = _rounded(got["score_change"])
             added = True
     return added
 
 
 def add_missing_paired(report: dict[str, Any], out: Path) -> list[str]:
-    """:func:`fill_paired` for every victim of the report; returns the victims it filled."""
+    """:func:`fill_paired` and :func:`fill_score_change` for every victim of the report; returns
+    the victims it filled."""
     from robusteval.results import slug
 
-    return [f"{s}/{v}" for s, suite in report["suites"].items() for v, victim in suite["victims"].items()
-            if fill_paired(victim["variants"], out / slug(s) / slug(v), f"{s}/{v}")]
+    done = []
+    for s, suite in report["suites"].items():
+        for v, victim in suite["victims"].items():
+            folder, where = out / slug(s) / slug(v), f"{s}/{v}"
+            paired = fill_paired(victim["variants"], folder, where)
+            if fill_score_change(victim["variants"], folder, where) or paired:
+                done.append(where)
+    return done
 
 
 def add_flag_contexts(variants: dict[str, Any], out: Path, sets: dict[str, list[Any]]) -> None:
@@ -201,8 +254,8 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
     ``report.json``. The verdicts follow ``tol``; without one, the tolerance the run recorded
     (``provenance.tolerance``), else the default. With ``fill_validity`` a run that lacks the
     validity intervals gets them from its score logs (:func:`add_missing_validity`), and one that
-    lacks the paired test of each variant against plain gets it from its attack logs
-    (:func:`add_missing_paired`); report.json
+    lacks the paired test of each variant against plain or the score changes gets them from its
+    attack logs (:func:`add_missing_paired`); report.json
     is rewritten when that added something or ``tol`` differs from the recorded tolerance (which
     it then records); nothing else in it changes. Returns the report."""
     from robusteval.compare.report_html import render
