@@ -5,6 +5,9 @@ Each set is built from the human-judgment data (``ROBUSTEVAL_DATA``), never copi
 * ``summeval-references`` — every SummEval reference summary as the response, with its source
   article as context and the document's *other* references as references (a human summary
   checked against human summaries, as a system summary would be);
+* ``summeval-good`` — SummEval system summaries that the experts rated >= 4 (1-5, the mean
+  of three) on every aspect: the summarization counterpart of ``dailydialog-good``, i.e. good
+  *system* output, the text a guard in front of a summarization metric screens;
 * ``dailydialog-good`` — DailyDialog-Zhao responses rated >= 4 overall (1-5);
 * ``dailydialog-good:<language>`` — the same replies in one of xDial's nine machine
   translations (``arabic``, ``chinese``, ``french``, ``german``, ``hindi``, ``japanese``,
@@ -57,6 +60,13 @@ def _summeval_refs(data_dir: Path | None) -> list[Sample]:
                               response=ref, reference=others[0] if others else None, references=others,
                               meta={"dataset": "summeval", "doc_id": doc_id, "clean": "human reference"}))
     return out
+
+
+@_clean_set("summeval-good")
+def _summeval_good(data_dir: Path | None) -> list[Sample]:
+    from robusteval import data
+
+    return [s for s in data.load("summeval", data_dir) if s.human and min(s.human.values()) >= 4.0]
 
 
 @_clean_set("dailydialog-good")

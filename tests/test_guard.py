@@ -347,3 +347,21 @@ def test_adversarial_samples_name_the_dataset_a_row_leaves_out() -> None:
     got = adversarial_samples(rows, base, "dailydialog-zhao")
     assert [(r["dataset"], s.response) for r, s in got] == [("dailydialog-zhao", "नमस्ते"), ("other", "Bonjour")]
     assert got[0][1].context == base["s1"].context
+
+
+def test_summeval_good_is_every_system_summary_rated_at_least_4_on_every_aspect(data_dir) -> None:
+    """The summarization counterpart of ``dailydialog-good``: SummEval system summaries (not the
+    references) whose expert means are >= 4 on all four aspects; 561 of the 1,600, from 99 of
+    the 100 documents, halved by id like every clean set."""
+    from robusteval.detectors.clean import load_clean
+
+    from robusteval import data
+
+    good = load_clean("summeval-good", "all", data_dir)
+    every = data.load("summeval", data_dir)
+    want = [s.id for s in every if min(s.human.values()) >= 4.0]
+    assert [s.id for s in good] == want and len(good) == 561
+    assert {s.meta["doc_id"] for s in good} and len({s.meta["doc_id"] for s in good}) == 99
+    assert all(len(s.human) == 4 and s.context and s.meta.get("system_id") for s in good)
+    cal, held = load_clean("summeval-good", "calibration", data_dir), load_clean("summeval-good", "heldout", data_dir)
+    assert len(cal) + len(held) == 561 and not {s.id for s in cal} & {s.id for s in held}
