@@ -192,6 +192,19 @@ def test_unknown_names_fail_before_any_work(tiny_bert, tmp_path, capsys, where, 
     assert "unknown" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_victim_that_cannot_score_the_test_samples_fails_before_any_work(tiny_bert, tmp_path, capsys) -> None:
+    """configs/compare/judges.yaml ran 51 minutes before its pairwise judge, compared with a
+    reference DailyDialog-Zhao does not have, stopped the run; now it fails at once, naming the
+    suite, the victim, the sample and the field, and the run folder is not claimed."""
+    cfg = tiny_config(tiny_bert)
+    cfg["suites"][1]["victims"] = ["rougeL", {"name": "rougeL", "label": "rouge vs fact", "options": {"against": "fact"}}]
+    out = tmp_path / "run"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "suite 'summary': victim 'rouge vs fact' cannot score" in err and "field 'fact'" in err
+    assert "sample 'quickstart-summary/" in err and not out.exists()
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
     ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate")])

@@ -596,6 +596,32 @@ def check_names(cfg: CompareConfig) -> None:
                     data.info(parse_spec(spec)[0])
 
 
+def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> None:
+    """Every victim that is not trained in the run can score every test sample of its suite
+    (``Metric.check_sample``: a reference-based metric on a set without references, a judge
+    against a missing fact), checked before the run folder is claimed: otherwise the first
+    victims' attacks run for an hour and the run stops at that victim. The error names the
+    suite, the victim, the sample and the field. A trained victim is built by the run. (A
+    correlation set a metric cannot score is reported as skipped, not refused.)"""
+    from robusteval import metrics
+    from robusteval.config.parsing import ConfigError
+
+    for suite in cfg.suites:
+        for v in suite.victims:
+            if v.train is not None:
+                continue
+            metric = metrics.load(v.name, **v.options)
+            check = getattr(metric, "check_sample", None)
+            for sample in suite_data[suite.name].test if callable(check) else ():
+                try:
+                    check(sample)
+                except InputError as exc:
+                    raise ConfigError(f"suite {suite.name!r}: victim {v.label!r} cannot score the suite's test "
+                                      f"samples ({exc}); change its options (e.g. against: context, or a "
+                                      "baseline for a pairwise judge) or the dataset") from None
+            del metric
+
+
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                 data_dir: str | None = None) -> dict[str, Any]:
     """Everything in the module docstring; returns the report (also written as report.json)."""
@@ -606,6 +632,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     # the data and its splits before the run folder is made: a split that cannot work fails now,
     # and the fixed config is not refused as "another run" in the same folder
     suite_data = {suite.name: SuiteData(suite, cfg, data_dir) for suite in cfg.suites}
+    check_victims(cfg, suite_data)
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
