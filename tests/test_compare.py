@@ -205,6 +205,20 @@ def test_a_victim_that_cannot_score_the_test_samples_fails_before_any_work(tiny_
     assert "sample 'quickstart-summary/" in err and not out.exists()
 
 
+def test_a_checked_victim_is_built_once_and_used_by_the_run(tiny_bert, tmp_path, monkeypatch) -> None:
+    """The check before any work builds each untrained victim; the run uses that build rather
+    than loading the model a second time."""
+    from robusteval import metrics
+
+    cfg = tiny_config(tiny_bert)
+    cfg["suites"] = cfg["suites"][1:]  # the summary suite: ROUGE-L alone
+    cfg.pop("smoothing")
+    real, calls = metrics.load, []
+    monkeypatch.setattr(metrics, "load", lambda name, **kw: calls.append(name) or real(name, **kw))
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(tmp_path / "run")]) == 0
+    assert calls.count("rougeL") == 1
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
     ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate")])

@@ -171,11 +171,12 @@ def effective_rows(direct: Sequence[dict[str, Any]] | None, transfer: Sequence[d
     return [r for r in transfer or [] if r["attack"] not in redone] + list(adaptive or [])
 
 
-#: the fields of a result row that every figure of a variant is computed from (the ASR tables,
-#: the score changes, the paired tests, the score distributions); timings, cache counts and the
-#: victim's description (which names local paths) are left out
-DIGESTED = ("attack", "family", "sample_id", "context_id", "direction", "outcome", "original", "adversarial",
-            "victim_before", "victim_after", "gold_before", "gold_after", "success", "model_calls")
+#: the fields of a result row that the figures of a variant are computed from (the ASR tables,
+#: the score changes and their context clusters, the paired tests, the score distributions);
+#: timings, call and cache counts (they depend on where the work ran) and the victim's
+#: description (which names local paths) are left out
+DIGESTED = ("attack", "family", "dataset", "sample_id", "context_id", "direction", "outcome", "original",
+            "adversarial", "victim_before", "victim_after", "gold_before", "gold_after", "success")
 DIGESTED_META = ("reference_guarded", "fitting_sample")
 
 
@@ -184,14 +185,17 @@ def rows_digest(rows: Sequence[dict[str, Any]]) -> str:
     ``rows_sha256``: a later re-render reads the attack logs back only if they still hold
     exactly these rows (:func:`robusteval.compare.render.rows_of_record`). Only
     :data:`DIGESTED` fields count, floats rounded as the report rounds them, rows in a fixed
-    order; so two runs that computed the same figures from the same texts agree whatever their
-    timings or folders."""
+    order, values serialized as the logs serialize them; so re-reading a run's own logs gives
+    its digest whatever the timings or the folder. (Two separate runs may still differ where a
+    score differs in its last float32 digits between processes.)"""
     import hashlib
+
+    from robusteval.results import _jsonable
 
     picked = [{**{k: r.get(k) for k in DIGESTED},
                "meta": {k: (r.get("meta") or {}).get(k) for k in DIGESTED_META}} for r in rows]
     picked.sort(key=lambda r: (str(r["attack"]), str(r["sample_id"]), str(r["direction"])))
-    text = json.dumps(_rounded(picked), sort_keys=True, ensure_ascii=False, default=str)
+    text = json.dumps(_rounded(json.loads(json.dumps(picked, default=_jsonable))), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -287,9 +291,10 @@ def adaptive_attacks(suite: SuiteSpec, cfg: CompareConfig) -> list[str]:
 
 def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, dets: list[Any],
                thresholds: str | None, adaptive_names: list[str], out: Path, resume: bool,
-               data_dir: str | None) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
+               data_dir: str | None, built: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
     """The victim's report entry, the guarded variant's transfer rows (their detector
-    suspicions of the adversarial texts feed the suite's ROC curves) and the plain metric."""
+    suspicions of the adversarial texts feed the suite's ROC curves) and the plain metric
+    (``built``: the victim already built by :func:`check_victims`, else built here)."""
     from robusteval import attacks, detectors, metrics
     from robusteval.attacks.evasion import evasive
     from robusteval.attacks.runner import run_attacks
@@ -320,7 +325,7 @@ def run_victim(victim: VictimSpec, suite: SuiteSpec, sd: SuiteData, cfg: Compare
         family_models = {f: load(rec["export"]) for f, rec in training["by_family"].items()}
         ablation_models = {a: load(rec["export"]) for a, rec in training["ablations"].items()}
     else:
-        models["plain"] = metrics.load(victim.name, **victim.options)
+        models["plain"] = built if built is not None else metrics.load(victim.name, **victim.options)
     for base in list(models):
         models[f"guarded+{base}" if base == "trained" else "guarded"] = detectors.guard(
             models[base], dets, policy=cfg.guard.policy, penalty=cfg.guard.penalty, thresholds=thresholds)
@@ -596,16 +601,19 @@ def check_names(cfg: CompareConfig) -> None:
                     data.info(parse_spec(spec)[0])
 
 
-def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> None:
+def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[tuple[str, str], Any]:
     """Every victim that is not trained in the run can score every test sample of its suite
     (``Metric.check_sample``: a reference-based metric on a set without references, a judge
     against a missing fact), checked before the run folder is claimed: otherwise the first
     victims' attacks run for an hour and the run stops at that victim. The error names the
     suite, the victim, the sample and the field. A trained victim is built by the run. (A
-    correlation set a metric cannot score is reported as skipped, not refused.)"""
+    correlation set a metric cannot score is reported as skipped, not refused.) Returns the
+    metrics it built, by (suite, victim label), for the run to use: each is built once (the run
+    keeps every plain victim until the suite's phrase transfer anyway)."""
     from robusteval import metrics
     from robusteval.config.parsing import ConfigError
 
+    built: dict[tuple[str, str], Any] = {}
     for suite in cfg.suites:
         for v in suite.victims:
             if v.train is not None:
@@ -619,7 +627,8 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> None:
                     raise ConfigError(f"suite {suite.name!r}: victim {v.label!r} cannot score the suite's test "
                                       f"samples ({exc}); change its options (e.g. against: context, or a "
                                       "baseline for a pairwise judge) or the dataset") from None
-            del metric
+            built[(suite.name, v.label)] = metric
+    return built
 
 
 def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
@@ -632,7 +641,7 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     # the data and its splits before the run folder is made: a split that cannot work fails now,
     # and the fixed config is not refused as "another run" in the same folder
     suite_data = {suite.name: SuiteData(suite, cfg, data_dir) for suite in cfg.suites}
-    check_victims(cfg, suite_data)
+    built = check_victims(cfg, suite_data)
 
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -665,7 +674,8 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
         for victim in suite.victims:
             vout = dirs[victim.label] = out / slug(suite.name) / slug(victim.label)
             victims[victim.label], transfer, plain[victim.label] = run_victim(
-                victim, suite, sd, cfg, dets, thresholds, adaptive, vout, resume, data_dir)
+                victim, suite, sd, cfg, dets, thresholds, adaptive, vout, resume, data_dir,
+                built.pop((suite.name, victim.label), None))
             guarded_rows = guarded_rows or transfer  # the first victim's adversarial texts make the ROC positives
         phrase = phrase_transfer(sd.test, plain, dirs, out / slug(suite.name) / "phrase-transfer", resume,
                                  cfg.budget, suite.dataset, cfg.criteria, cfg.seed) if len(plain) > 1 else {}

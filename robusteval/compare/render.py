@@ -128,9 +128,11 @@ def rows_of_record(variants: dict[str, Any], folder: Path, v: str, where: str) -
     from robusteval.errors import RobustevalError
 
     entry = variants[v]
+    recorded = entry.get("rows_sha256")
     try:
         rows = logged_rows(folder, v)
-        counts = None if rows is None else counts_of(by_direction(rows))
+        # the counts (a bootstrap per direction) only where no digest was recorded
+        counts = None if rows is None or recorded is not None else counts_of(by_direction(rows))
     except (RobustevalError, ValueError, KeyError, TypeError) as exc:  # a corrupt or older log
         print(f"render_report: {where}: {v}'s attack logs cannot be read ({type(exc).__name__}: {exc}); "
               "nothing added from them", file=sys.stderr)
@@ -139,7 +141,6 @@ def rows_of_record(variants: dict[str, Any], folder: Path, v: str, where: str) -
         print(f"render_report: {where}: no attack logs of {v} under {folder}; nothing added from them",
               file=sys.stderr)
         return None
-    recorded = entry.get("rows_sha256")
     if recorded is not None:
         if rows_digest(rows) != recorded:
             print(f"render_report: {where}: {v}'s attack logs under {folder} no longer hold the rows the "

@@ -134,11 +134,14 @@ def _pick(logits: torch.Tensor, how: Decoding, gens: Sequence[torch.Generator] |
     if how.top_k and how.top_k < scores.shape[-1]:
         kth = torch.topk(scores, how.top_k, dim=-1).values[:, -1:]
         scores = scores.masked_fill(scores < kth, float("-inf"))
-    cdf = torch.softmax(scores, dim=-1).double().cumsum(-1)
+    probs = torch.softmax(scores, dim=-1)
+    if probs.device.type == "mps":  # Apple's MPS has no float64: the draw is made on the CPU
+        probs = probs.cpu()
+    cdf = probs.double().cumsum(-1)
     u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens]).to(cdf.device)
     # the first token whose cumulative probability exceeds u * total: never a zero-probability one
     idx = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[-1] - 1)
-    return idx[:, 0]
+    return idx[:, 0].to(logits.device)
 
 
 def decode_rows(batch: PrefixBatch, seqs: Sequence[Sequence[int]], n: int, how: Decoding,

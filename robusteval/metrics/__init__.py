@@ -53,7 +53,7 @@ def load(spec: Any, **options: Any) -> Metric:
     """The metric ``spec`` names or is (see the module docstring), built with ``options``. A
     metric loaded by name remembers the recipe (:func:`robusteval.execution.remember_factory`),
     so a Ray worker builds its own copy instead of receiving this one; ``device="auto"`` means
-    cuda where the metric is built when there is a GPU, else cpu."""
+    cuda where the metric is built when there is a GPU, else mps on Apple silicon, else cpu."""
     if not isinstance(spec, str):
         return as_metric(spec, **options)
     _import_all()

@@ -19,7 +19,7 @@ Options:
 * ``max_length`` (default: the tokenizer's limit, at most the model's positions) and
   ``truncation`` (``"longest_first"``, ``"only_first"`` keeps the second text whole,
   ``"only_second"``): the tokenizer's own truncation;
-* ``batch_size``; ``device`` (``"auto"``: CUDA when available).
+* ``batch_size``; ``device`` (``"auto"``: CUDA when available, else MPS, else the CPU).
 
 **Score, 0-100, higher is better.**
 
