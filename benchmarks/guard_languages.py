@@ -20,6 +20,7 @@ import os
 import sys
 
 import numpy as np
+from robusteval.detectors.clean import in_heldout, load_clean
 
 from robusteval import data, detectors
 from robusteval.stats import flag_rate, pct
@@ -29,18 +30,10 @@ README_GUARD = ("nonalnum", "parse_triple", "gec")
 OPTIONS = {"gec": {"backend": "builtin"}}
 
 
-def replies(good: list[Sample], language: str) -> list[Sample]:
-    """The well-rated replies ``good`` in ``language`` ("english" is the original text)."""
-    if language == "english":
-        return good
-    out = []
-    for s in good:
-        tr = s.meta["translations"][language]
-        turns = tuple(t for t in tr["context"].split("\n") if t.strip()) or s.context
-        out.append(Sample(id=f"{s.id}/{language}", task="dialogue", response=tr["response"], context=turns,
-                          reference=None, meta={"language_name": language,
-                                                "conversation": s.conversation_key()}))  # the English dialogue's
-    return out
+def replies(language: str, data_dir: str) -> list[Sample]:
+    """The well-rated replies in ``language`` ("english" is the original text): the clean sets
+    ``dailydialog-good`` and ``dailydialog-good:<language>``, in the same order."""
+    return load_clean("dailydialog-good" if language == "english" else f"dailydialog-good:{language}", "all", data_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,19 +48,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = args.detectors or detectors.names()
     dets = {n: detectors.load(n, **OPTIONS.get(n, {})) for n in names}
-    everything = data.load("dailydialog-zhao", os.environ["ROBUSTEVAL_DATA"])
-    good = [s for s in everything if s.human.get("overall", 0.0) >= 4.0][:args.limit]
-    languages = list(everything[0].meta["translations"])
+    root = os.environ["ROBUSTEVAL_DATA"]
+    languages = list(data.load("dailydialog-zhao", root)[0].meta["translations"])
     guard = [n for n in README_GUARD if n in dets]
     head = ["language", "n", *names, "README guard (" + " + ".join(guard) + ")", "all detectors"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for lang in languages:
-        samples = replies(good, lang)
-        if args.split == "heldout":  # the clean sets split each language by its own ids ("<id>/<language>")
-            from robusteval.detectors.clean import in_heldout
-
-            samples = [s for s in samples if in_heldout(s.id)]
+        samples = replies(lang, root)[:args.limit]
+        if args.split == "heldout":  # the clean sets split by conversation (a translation by its English one)
+            samples = [s for s in samples if in_heldout(s)]
         flags = {n: d.flags(samples) for n, d in dets.items()}
         readme = np.any([flags[n] for n in guard], axis=0) if guard else np.zeros(len(samples), bool)
         every = np.any(list(flags.values()), axis=0)

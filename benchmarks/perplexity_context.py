@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
         return 2
     good = replies(args.language, data_dir)
-    calibration = [s for s in good if not in_heldout(s.id)][:args.limit]
-    heldout = [s for s in good if in_heldout(s.id)][:args.limit]
+    calibration = [s for s in good if not in_heldout(s)][:args.limit]
+    heldout = [s for s in good if in_heldout(s)][:args.limit]
     adversarial = {a.name: attacked(a, heldout) for a in attacks.select("family:dialogue-rules", seed=0)}
     print(f"{args.language}: {len(calibration)} calibration and {len(heldout)} held-out well-rated replies; "
           f"threshold at {args.fpr:.4%} of the calibration half")

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if not data_dir:
         print("set ROBUSTEVAL_DATA to the human-judgment data folder", file=sys.stderr)
         return 2
-    good = [s for s in load_clean("dailydialog-good", split="all", data_dir=data_dir) if in_heldout(s.id)]
+    good = [s for s in load_clean("dailydialog-good", split="all", data_dir=data_dir) if in_heldout(s)]
     rules = attacks.select("family:dialogue-rules", seed=0)
     groups = [candidates(s, rules)[:args.per_context] for s in good[:args.contexts]]
     n = sum(len(g) for g in groups)

@@ -21,8 +21,13 @@ Any other dataset works as a clean set too -- a ``.jsonl`` / ``.csv`` / ``.parqu
 registered dataset, ``hf:NAME``, a folder or ``module:attr`` (whatever ``robusteval.data.load``
 takes): its responses are taken as clean text.
 
-Samples are split in two by a hash of their id (stable across runs and orderings):
-``calibration`` fits thresholds, ``heldout`` measures false-positive rates.
+Samples are split in two by a hash of their *conversation* (:meth:`Sample.conversation_key`:
+the dialogue a reply answers, the document a summary summarizes; a sample without a context is
+its own conversation), stable across runs and orderings: ``calibration`` fits thresholds,
+``heldout`` measures false-positive rates. Texts of one conversation never sit in both halves,
+so a held-out rate is measured on contexts the thresholds never saw (detectors such as
+``context_copy``, ``perplexity`` and ``source_support`` read the context), and a translated
+reply falls in the half of the English conversation it was translated from.
 """
 
 from __future__ import annotations
@@ -117,8 +122,10 @@ def _quickstart_refs(data_dir: Path | None) -> list[Sample]:
     return list(out.values())
 
 
-def in_heldout(sample_id: str) -> bool:
-    return hashlib.sha256(sample_id.encode("utf-8")).digest()[0] % 2 == 1
+def in_heldout(sample: Sample) -> bool:
+    """Whether ``sample`` is in the held-out half: a hash of its conversation, so every text of
+    one dialogue or document falls on the same side."""
+    return hashlib.sha256(sample.conversation_key().encode("utf-8")).digest()[0] % 2 == 1
 
 
 def is_clean_set(name: str) -> bool:
@@ -162,4 +169,4 @@ def load_clean(name: str, split: str = "all", data_dir: str | Path | None = None
     if split == "all":
         return samples
     want = split == "heldout"
-    return [s for s in samples if in_heldout(s.id) == want]
+    return [s for s in samples if in_heldout(s) == want]

@@ -89,7 +89,7 @@ def rated_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_file_is_a_clean_set_halved_by_id(tmp_path) -> None:
+def test_a_file_is_a_clean_set_halved_by_conversation(tmp_path) -> None:
     from robusteval.detectors.clean import in_heldout, load_clean
 
     from robusteval.errors import MissingResourceError, UnknownNameError
@@ -99,7 +99,10 @@ def test_a_file_is_a_clean_set_halved_by_id(tmp_path) -> None:
     cal, held = load_clean(path, "calibration"), load_clean(path, "heldout")
     assert len(everything) == 24 and {s.response for s in everything} == {r for _, r in CLEAN_TEXTS}
     assert sorted(s.id for s in cal + held) == sorted(s.id for s in everything)
-    assert all(not in_heldout(s.id) for s in cal) and all(in_heldout(s.id) for s in held) and cal and held
+    assert all(not in_heldout(s) for s in cal) and all(in_heldout(s) for s in held) and cal and held
+    # the four copies of each context fall on one side: no context is in both halves
+    assert not {s.context for s in cal} & {s.context for s in held}
+    assert len(cal) % 4 == 0 and len(held) % 4 == 0
     with pytest.raises(UnknownNameError, match=r"not a shipped clean set.*summeval-references"):
         load_clean("dailydialog-gud")
     with pytest.raises(MissingResourceError, match=r"clean set .*nope\.jsonl"):
@@ -107,14 +110,15 @@ def test_a_file_is_a_clean_set_halved_by_id(tmp_path) -> None:
 
 
 def test_guard_calibrate_takes_a_jsonl_clean_set(tmp_path, capsys) -> None:
-    from robusteval.detectors.clean import in_heldout
+    from robusteval.detectors.clean import in_heldout, load_clean
 
     path = clean_file(tmp_path)
     out = tmp_path / "cal"
     assert main(["guard", "calibrate", "--detectors", "nonalnum,speaker_tag", "--clean", str(path),
                  "--target-fpr", "0.2", "--out-dir", str(out)]) == 0
     table = json.loads((out / "thresholds.json").read_text())
-    n_cal = sum(not in_heldout(f"c{k}-{i}") for k in range(4) for i in range(len(CLEAN_TEXTS)))
+    n_cal = sum(not in_heldout(s) for s in load_clean(str(path)))
+    assert 0 < n_cal < 24
     assert {e["n"] for e in table["detectors"].values()} == {n_cal}
     assert "threshold" in capsys.readouterr().out
 

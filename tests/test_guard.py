@@ -352,7 +352,7 @@ def test_adversarial_samples_name_the_dataset_a_row_leaves_out() -> None:
 def test_summeval_good_is_every_system_summary_rated_at_least_4_on_every_aspect(data_dir) -> None:
     """The summarization counterpart of ``dailydialog-good``: SummEval system summaries (not the
     references) whose expert means are >= 4 on all four aspects; 561 of the 1,600, from 99 of
-    the 100 documents, halved by id like every clean set."""
+    the 100 documents, halved by document like every clean set."""
     from robusteval.detectors.clean import load_clean
 
     from robusteval import data
@@ -365,3 +365,22 @@ def test_summeval_good_is_every_system_summary_rated_at_least_4_on_every_aspect(
     assert all(len(s.human) == 4 and s.context and s.meta.get("system_id") for s in good)
     cal, held = load_clean("summeval-good", "calibration", data_dir), load_clean("summeval-good", "heldout", data_dir)
     assert len(cal) + len(held) == 561 and not {s.id for s in cal} & {s.id for s in held}
+
+
+@pytest.mark.parametrize("name", ["summeval-references", "summeval-good", "dailydialog-good",
+                                  "usr-topicalchat-ground-truth", "dailydialog-good:chinese",
+                                  "dailydialog-good:arabic"])
+def test_clean_halves_never_share_a_conversation(data_dir, name) -> None:
+    """A held-out false-positive rate is measured on dialogues and documents the thresholds never
+    saw: every text of one conversation (the replies to one dialogue, the references and good
+    summaries of one document) falls on one side, and a translation on its English side."""
+    from robusteval.detectors.clean import load_clean
+
+    cal, held = load_clean(name, "calibration", data_dir), load_clean(name, "heldout", data_dir)
+    assert cal and held and len(cal) + len(held) == len(load_clean(name, "all", data_dir))
+    assert not {s.conversation_key() for s in cal} & {s.conversation_key() for s in held}
+    if name.startswith("summeval"):
+        assert not {s.meta["doc_id"] for s in cal} & {s.meta["doc_id"] for s in held}
+    if ":" in name:
+        english = {s.id for s in load_clean("dailydialog-good", "heldout", data_dir)}
+        assert {s.id.rsplit("/", 1)[0] for s in held} == english
