@@ -631,3 +631,30 @@ def test_a_recorded_rows_digest_refuses_logs_that_changed_even_with_the_same_cou
     again = render_report(tmp_path)
     assert "paired_vs_plain" not in again["suites"]["dialogue"]["victims"]["toy victim"]["variants"]["guarded"]
     assert "no longer hold the rows the report was computed from" in capsys.readouterr().err
+
+
+def test_a_digest_mismatch_blocks_the_score_change_too_and_is_reported_once(tmp_path, capsys) -> None:
+    """An older report lacking both the paired test and the score changes: a variant whose log no
+    longer matches its recorded digest gets neither, and its logs are read (and refused) once,
+    so stderr says so once; plain, whose log matches, still gets its score changes."""
+    from robusteval.compare.pipeline import rows_digest
+    from robusteval.results import slug
+
+    report = make_report()
+    v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    folder = tmp_path / "dialogue" / slug("toy victim")
+    plain, guarded = rows_for(30, 60, 0, 0, 2), rows_for(6, 60, 0, 0, 2)
+    for name, rows in (("plain", plain), ("guarded", guarded)):
+        v[name] = variant(rows, 0.4)
+        v[name]["rows_sha256"] = rows_digest(rows)
+        for e in v[name]["asr"].values():
+            e.pop("score_change")
+    v["trained"] = {"available": False, "reason": "x"}
+    _log_rows(folder / "plain" / "attacks" / "results.jsonl", plain)
+    _log_rows(folder / "guarded" / "attacks" / "results.jsonl", [{**guarded[0], "victim_after": 99.0}, *guarded[1:]])
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    again = render_report(tmp_path)["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
+    assert "paired_vs_plain" not in again["guarded"]
+    assert not any("score_change" in e for e in again["guarded"]["asr"].values())
+    assert all("score_change" in e for e in again["plain"]["asr"].values())
+    assert capsys.readouterr().err.count("guarded's attack logs under") == 1

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from robusteval.compare.story import DEFAULT_TOLERANCE, Tolerance
+
+RowsOf = Callable[[str], list[dict[str, Any]] | None]  # a variant's name -> its logged rows, or None
 
 
 def lacks_flag_contexts(victim: dict[str, Any]) -> bool:
@@ -153,12 +157,12 @@ def rows_of_record(variants: dict[str, Any], folder: Path, v: str, where: str) -
     return rows
 
 
-def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
+def fill_paired(variants: dict[str, Any], read: RowsOf) -> bool:
     """Adds ``paired_vs_plain`` (:func:`robusteval.asr.paired_change` per direction, the
     verdict's paired test) to each available variant that a run made before it existed lacks,
-    from the attack logs of the variant and of plain (:func:`rows_of_record`). Logs that cannot
-    be trusted leave the variant as it was (its verdict then falls back to the intervals).
-    Returns whether it added any."""
+    from the attack logs of the variant and of plain (``read``: :func:`rows_of_record` of the
+    victim). Logs that cannot be trusted leave the variant as it was (its verdict then falls
+    back to the intervals). Returns whether it added any."""
     from robusteval.asr import direction_of, paired_change
     from robusteval.compare.pipeline import _rounded
 
@@ -166,20 +170,20 @@ def fill_paired(variants: dict[str, Any], folder: Path, where: str) -> bool:
     plain = variants.get("plain") or {}
     if not todo or not plain.get("available"):
         return False
-    base = rows_of_record(variants, folder, "plain", where)
+    base = read("plain")
     added = False
     for v in todo if base is not None else ():
-        rows = rows_of_record(variants, folder, v, where)
+        rows = read(v)
         if rows is not None:
             variants[v]["paired_vs_plain"] = _rounded(paired_change([(base, rows)], key=direction_of))
             added = True
     return added
 
 
-def fill_score_change(variants: dict[str, Any], folder: Path, where: str) -> bool:
+def fill_score_change(variants: dict[str, Any], read: RowsOf, where: str) -> bool:
     """Adds ``score_change`` (:func:`robusteval.asr.score_change`, "does gaming pay?") to the
     ASR table entries of a run made before it existed, from the variant's attack logs
-    (:func:`rows_of_record`); an entry gets it only where the logs count what the entry counts
+    (``read``: :func:`rows_of_record` of the victim); an entry gets it only where the logs count what the entry counts
     (attacked rows and primary successes). Returns whether it added any."""
     from robusteval.asr import asr_table
     from robusteval.compare.pipeline import _rounded
@@ -189,7 +193,7 @@ def fill_score_change(variants: dict[str, Any], folder: Path, where: str) -> boo
         table = e.get("asr") if e.get("available") else None
         if not table or all("score_change" in a for a in table.values()):
             continue
-        rows = rows_of_record(variants, folder, v, where)
+        rows = read(v)
         fresh = asr_table(rows) if rows is not None else {}
         for name, a in table.items():
             got = fresh.get(name)
@@ -205,17 +209,19 @@ def fill_score_change(variants: dict[str, Any], folder: Path, where: str) -> boo
     return added
 
 
-def add_missing_paired(report: dict[str, Any], out: Path) -> list[str]:
-    """:func:`fill_paired` and :func:`fill_score_change` for every victim of the report; returns
-    the victims it filled."""
+def add_missing_from_logs(report: dict[str, Any], out: Path) -> list[str]:
+    """:func:`fill_paired` and :func:`fill_score_change` for every victim of the report, each
+    variant's logs read (and checked, :func:`rows_of_record`) at most once; returns the victims
+    it filled."""
     from robusteval.results import slug
 
     done = []
     for s, suite in report["suites"].items():
         for v, victim in suite["victims"].items():
-            folder, where = out / slug(s) / slug(v), f"{s}/{v}"
-            paired = fill_paired(victim["variants"], folder, where)
-            if fill_score_change(victim["variants"], folder, where) or paired:
+            variants, folder, where = victim["variants"], out / slug(s) / slug(v), f"{s}/{v}"
+            read = functools.cache(functools.partial(rows_of_record, variants, folder, where=where))
+            paired = fill_paired(variants, read)
+            if fill_score_change(variants, read, where) or paired:
                 done.append(where)
     return done
 
@@ -256,7 +262,7 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
     (``provenance.tolerance``), else the default. With ``fill_validity`` a run that lacks the
     validity intervals gets them from its score logs (:func:`add_missing_validity`), and one that
     lacks the paired test of each variant against plain or the score changes gets them from its
-    attack logs (:func:`add_missing_paired`); report.json
+    attack logs (:func:`add_missing_from_logs`); report.json
     is rewritten when that added something or ``tol`` differs from the recorded tolerance (which
     it then records); nothing else in it changes. Returns the report."""
     from robusteval.compare.report_html import render
@@ -265,7 +271,7 @@ def render_report(out_dir: str | Path, data_dir: str | None = None, tol: Toleran
 
     out = Path(out_dir)
     report = read_json(out / "report.json", missing="run `robusteval compare` first")
-    changed = fill_validity and bool(add_missing_paired(report, out) + add_missing_validity(report, out, data_dir))
+    changed = fill_validity and bool(add_missing_from_logs(report, out) + add_missing_validity(report, out, data_dir))
     recorded = (report.get("provenance") or {}).get("tolerance")
     if tol is None:
         tol = Tolerance(**recorded) if isinstance(recorded, dict) else DEFAULT_TOLERANCE
