@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.util
 import json
 import math
 import random
@@ -58,8 +57,8 @@ import numpy as np
 from robusteval import Sample
 from robusteval.errors import DataFormatError, InputError, RobustevalError
 from robusteval.text import invalid_unicode, is_blank, sample_texts
+from robusteval.tiny_models import tiny_model
 
-ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("ok", "fallback", "clear_error", "vague_error", "foreign", "nan_range", "silent_zero",
               "accepted_invalid")
 FAILURES = ("foreign", "nan_range", "silent_zero", "accepted_invalid")
@@ -372,19 +371,6 @@ def minilm_scorer(folder: Path, seed: int) -> Path:
     AutoTokenizer.from_pretrained(base).save_pretrained(folder / "encoder")
     save_file({k: v.contiguous() for k, v in module.head.state_dict().items()}, str(folder / "head.safetensors"))
     (folder / "scorer.json").write_text(json.dumps(ScorerConfig(base_model=base, pooling="mean").__dict__))
-    return folder
-
-
-def tiny_model(kind: str, workdir: Path) -> Path:
-    """The tiny models the tests build from configs (tests/conftest.py)."""
-    spec = importlib.util.spec_from_file_location("robusteval_test_conftest", ROOT / "tests" / "conftest.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    folder = workdir / kind
-    if not (folder / "config.json").is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        mod.TINY_BUILDERS[kind](folder)
     return folder
 
 

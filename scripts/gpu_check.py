@@ -2,7 +2,7 @@
 
 The project never needs a GPU (CI runs on CPUs), so this is the check to run on a machine
 that has one. Everything is built here from configs (the tests' tiny BERT, T5 and GPT-2,
-``tests/conftest.py``, which needs the ``dev`` extra's pytest and hypothesis) and the built-in
+``robusteval.tiny_models``) and the built-in
 ``quickstart-dialogue`` data, so it needs no download and no ``ROBUSTEVAL_DATA``. Steps, each
 timed and reported:
 
@@ -27,7 +27,6 @@ a step fails or, with ``--require-gpu``, when a step did not run on the GPU.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -36,16 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def builders() -> dict[str, Callable[[Path], Path]]:
-    """The tests' tiny-model builders (tests/conftest.py), loaded without pytest collecting."""
-    spec = importlib.util.spec_from_file_location("robusteval_test_conftest", ROOT / "tests" / "conftest.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return dict(mod.TINY_BUILDERS)
+from robusteval.tiny_models import TINY_BUILDERS
 
 
 def gpu_peak_mb() -> float:
@@ -123,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report["auto_device"] = resolve_device("auto")
     tiny: dict[str, Path] = {}
-    for name, build in builders().items():
+    for name, build in TINY_BUILDERS.items():
         (args.out / name).mkdir(exist_ok=True)
         tiny[name] = build(args.out / name)
 

@@ -9,6 +9,7 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
 from test_cross_encoder import _save_robusteval_folder
 
 from robusteval.metrics.base import resolve_device
@@ -84,3 +85,17 @@ def test_no_trainer_in_the_package_pins_the_cpu() -> None:
 
     assert inspect.signature(SalientPredictor).parameters["device"].default == "cpu"
     assert SalientTrainConfig(out_dir="x").accelerator == "auto"
+
+
+def test_tiny_models_are_built_once_per_folder_and_unknown_kinds_are_named(tmp_path) -> None:
+    """``robusteval.tiny_models``: the one home of the tiny models the tests, the GPU check and
+    the fuzzer build; a second request reuses the folder, an unknown kind lists the known ones."""
+    from robusteval.tiny_models import TINY_BUILDERS, tiny_model
+
+    folder = tiny_model("tiny_bert", tmp_path)
+    stamp = (folder / "config.json").stat().st_mtime_ns
+    assert tiny_model("tiny_bert", tmp_path) == folder == tmp_path / "tiny_bert"
+    assert (folder / "config.json").stat().st_mtime_ns == stamp
+    assert set(TINY_BUILDERS) == {"tiny_t5", "tiny_gpt2", "tiny_bert", "tiny_lm"}
+    with pytest.raises(KeyError, match="known: tiny_bert, tiny_gpt2, tiny_lm, tiny_t5"):
+        tiny_model("tiny_llama", tmp_path)
