@@ -32,7 +32,7 @@ def _detector_specs(cfg: GuardCommon) -> list[Any]:
 
 def clean_set(spec: str, split: str, data_dir: str | None) -> list[Any]:
     """A shipped clean set (``robusteval.detectors.clean``), or any dataset -- a name, a file,
-    hf:NAME, module:attr -- whose texts are taken as clean, halved the same way by sample id."""
+    hf:NAME, module:attr -- whose texts are taken as clean, halved the same way (by conversation)."""
     from robusteval.detectors.clean import load_clean
 
     return load_clean(spec, split, data_dir)
