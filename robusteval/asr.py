@@ -166,24 +166,10 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
         entry["mean_before"] = float(np.mean([r.victim_before for r in used])) if used else None
         entry["mean_after"] = float(np.mean([r.victim_after for r in used if r.victim_after is not None])) \
             if any(r.victim_after is not None for r in used) else None
-        entry["mean_drop"] = mean_drop(used)
+        entry["mean_drop"] = negated(entry["score_change"])  # the same rows (counted) and bootstrap
         entry["model_calls"] = int(sum(r.model_calls for r in group))
         entry["cache_hits"] = int(sum(r.cache_hits for r in group))
     return table
-
-
-def _paired_shift(rows: Iterable[ResultRow | Mapping[str, Any]], sign: float) -> dict[str, Any]:
-    """``sign * (victim_after - victim_before)`` averaged over the counted rows whose attack
-    produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
-    context). A pair with a non-finite score (no path writes one today: metrics refuse them) is
-    left out and counted in ``nonfinite`` rather than stopping every ASR table."""
-    scored = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
-    used = [r for r in scored if math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
-    out = mean_ci([sign * float(r.victim_after) - sign * float(r.victim_before) for r in used],  # type: ignore[arg-type]
-                  [cluster_of(r) for r in used])
-    if len(used) < len(scored):
-        out["nonfinite"] = len(scored) - len(used)
-    return out
 
 
 def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
@@ -192,14 +178,37 @@ def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any
     worse) a change above 0 means the worse text scored *higher* on average; a guard that floors
     flagged text pulls the change down. Rows refused by a guard (policy ``reject``) have no after
     score and are left out, so such a variant averages over the texts that got through (``n``
-    counts the rows averaged; the ASR table beside it counts the refused ones)."""
-    return _paired_shift(rows, 1.0)
+    counts the rows averaged; the ASR table beside it counts the refused ones).
+
+    Computed as ``victim_after - victim_before`` averaged over the counted rows whose attack
+    produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
+    context). A pair with a non-finite score (no path writes one today: metrics refuse them) is
+    left out and counted in ``nonfinite`` rather than stopping every ASR table."""
+    scored = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
+    used = [r for r in scored if math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
+    out = mean_ci([float(r.victim_after) - float(r.victim_before) for r in used],  # type: ignore[arg-type]
+                  [cluster_of(r) for r in used])
+    if len(used) < len(scored):
+        out["nonfinite"] = len(scored) - len(used)
+    return out
 
 
 def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
     """:func:`score_change` with the sign turned, ``victim_before - victim_after``: Hu et al.'s
     Table 21 statistic (2024, App. D.1) on robusteval's 0-100 scale. Positive: the score fell."""
-    return _paired_shift(rows, -1.0)
+    return negated(score_change(rows))
+
+
+def negated(change: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`score_change` result with its sign turned: the mean negated and the interval's
+    ends negated and swapped (the same bootstrap, so ``mean_drop`` never resamples again)."""
+    out = dict(change)
+    if out.get("mean") is not None:
+        out["mean"] = 0.0 - out["mean"]  # 0.0 - 0.0 is 0.0, never -0.0
+    if out.get("ci") is not None:
+        lo, hi = out["ci"]
+        out["ci"] = [0.0 - hi, 0.0 - lo]
+    return out
 
 
 def _by_attack_and_sample(rows: Iterable[ResultRow | Mapping[str, Any]], criterion: str | None,

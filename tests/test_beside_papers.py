@@ -84,6 +84,11 @@ def test_score_change_is_the_paired_mean_of_after_minus_before_in_every_asr_tabl
     # a single scored row: its change, no interval
     one = score_change([_row("s0", 40.0, 70.0)])
     assert (one["mean"], one["n"], one["ci"]) == (30.0, 1, None)
+    # the mean drop is the same figure negated: no second bootstrap, no -0.0, empty stays empty
+    assert mean_drop([_row("s0", 40.0, 70.0)])["mean"] == -30.0
+    flat = mean_drop([_row("s0", 40.0, 40.0), _row("s1", 50.0, 50.0)])
+    assert flat["mean"] == 0.0 and str(flat["mean"]) == "0.0" and [str(x) for x in flat["ci"]] == ["0.0", "0.0"]
+    assert mean_drop([]) == score_change([]) == {"mean": None, "n": 0, "ci": None, "ci_method": None}
     # a non-finite score (no path writes one today) is counted apart, not averaged, not a crash
     odd = score_change([*rows, _row("s7", 50.0, float("nan"))])
     assert (odd["mean"], odd["n"], odd["nonfinite"]) == (c["mean"], 3, 1) and "nonfinite" not in c
