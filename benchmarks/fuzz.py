@@ -27,7 +27,7 @@ Models load once. Components above the cheap tier see a stratified prefix of the
 kind represented): ``--model-cap`` for encoders, ``--lm-cap`` for SmolLM2-based ones; the
 table's ``n`` says how many each saw. Guards wrap ``--guard-metric`` with every detector
 except the SmolLM2 ones (perplexity runs on its own row). Hub-only models run on the tiny
-models the tests build (``tests/conftest.py``), MiniLM stands in as the cross-encoders' encoder.
+models the tests build (``robusteval.tiny_models``), MiniLM stands in as the cross-encoders' encoder.
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/fuzz.py --n 10000 --seed 0
     .venv/bin/python benchmarks/fuzz.py --n 2000 --components "detector:*,guard:*"

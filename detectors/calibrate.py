@@ -67,8 +67,10 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
     samples = [s for group in clean.values() for s in group]
     susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
     table = {d.name: {**_entry(d, susp[d.name], per), "report": d.report()} for d in detectors}
+    from robusteval.detectors.clean import CLEAN_SPLIT
+
     return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per,
-            "clean_sets": {k: len(v) for k, v in clean.items()}, "detectors": table}
+            "clean_sets": {k: len(v) for k, v in clean.items()}, "clean_split": CLEAN_SPLIT, "detectors": table}
 
 
 def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,

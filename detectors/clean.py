@@ -40,6 +40,10 @@ from robusteval.types import Sample
 
 CLEAN_SETS: dict[str, Callable[[Path | None], list[Sample]]] = {}
 SPLITS = ("calibration", "heldout", "all")
+# how the halves are drawn, recorded in every thresholds file: "conversation" since 2026-11-27
+# (before it, a hash of the sample id, which put one dialogue's replies on both sides); a file
+# calibrated the old way is not evaluated on the new held-out half, which overlaps its fit
+CLEAN_SPLIT = "conversation"
 
 
 def _clean_set(name: str) -> Callable[[Callable[[Path | None], list[Sample]]], Callable[[Path | None], list[Sample]]]:
@@ -125,6 +129,8 @@ def _quickstart_refs(data_dir: Path | None) -> list[Sample]:
 def in_heldout(sample: Sample) -> bool:
     """Whether ``sample`` is in the held-out half: a hash of its conversation, so every text of
     one dialogue or document falls on the same side."""
+    if not isinstance(sample, Sample):
+        raise TypeError(f"in_heldout takes a Sample (its conversation decides the half), got {type(sample).__name__}")
     return hashlib.sha256(sample.conversation_key().encode("utf-8")).digest()[0] % 2 == 1
 
 
@@ -169,4 +175,13 @@ def load_clean(name: str, split: str = "all", data_dir: str | Path | None = None
     if split == "all":
         return samples
     want = split == "heldout"
-    return [s for s in samples if in_heldout(s) == want]
+    half = [s for s in samples if in_heldout(s) == want]
+    if samples and not half:
+        from robusteval.errors import DataFormatError
+
+        n_conv = len({s.conversation_key() for s in samples})
+        raise DataFormatError(f"clean set {name}", f"its {len(samples)} texts come from {n_conv} "
+                              f"conversation(s), all in the other half, so its {split} half is empty; "
+                              "clean text is halved by conversation (the context, or a 'conversation' "
+                              "column): give it texts from several dialogues or documents")
+    return half

@@ -105,7 +105,9 @@ def tiny_model(kind: str, workdir: Path) -> Path:
     """The tiny model ``kind`` (a :data:`TINY_BUILDERS` key) in ``workdir / kind``, built there
     unless a previous call already did."""
     if kind not in TINY_BUILDERS:
-        raise KeyError(f"no tiny model {kind!r} (known: {', '.join(sorted(TINY_BUILDERS))})")
+        from robusteval.errors import UnknownNameError
+
+        raise UnknownNameError(f"no tiny model {kind!r} (known: {', '.join(sorted(TINY_BUILDERS))})")
     folder = Path(workdir) / kind
     if not (folder / "config.json").is_file():
         folder.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,9 @@ def test_guard_calibrate_then_evaluate_on_real_data(data_dir, tmp_path, capsys, 
     assert main(["guard", "calibrate", *common, "--target-fpr", "0.05", "--out-dir", str(tmp_path / "g")]) == 0
     table = json.loads((tmp_path / "g" / "thresholds.json").read_text())
     assert table["per_detector_fpr"] == 0.01 and set(table["detectors"]) == set(dets.split(","))
-    assert table["clean_sets"] == {"dailydialog-good": 144, "usr-topicalchat-ground-truth": 33}
+    # the calibration halves, drawn by conversation (98 replies from 37 of DailyDialog-Zhao's 96 conversations)
+    assert table["clean_sets"] == {"dailydialog-good": 98, "usr-topicalchat-ground-truth": 28}
+    assert table["clean_split"] == "conversation"
     assert main(["attack", "--dataset", "dailydialog-zhao", "--data-dir", str(data_dir), "--metric", "rougeL",
                  "-o", "against=context", "--attacks", "speaker-tag-user,generic-hello,previous-utterance",
                  "--limit", "20", "--out-dir", str(tmp_path / "a")]) == 0
@@ -116,3 +118,11 @@ def test_one_config_file_drives_calibrate_and_evaluate(tmp_path, capsys) -> None
     assert main([*args, "--target_fpr", "0.01", "--out-dir", str(tmp_path / "e2")]) != 0
     assert "calibrated with target_fpr=0.05, but the config asks for target_fpr=0.01" in capsys.readouterr().err
     assert not (tmp_path / "e2" / "evaluation.json").exists()
+    # a file calibrated before clean text was halved by conversation would be evaluated on a
+    # held-out half that overlaps its fit: refused, with what to do
+    old = json.loads((tmp_path / "g" / "thresholds.json").read_text())
+    old.pop("clean_split")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    args[args.index(thresholds)] = str(tmp_path / "old.json")
+    assert main([*args, "--out-dir", str(tmp_path / "e3")]) != 0
+    assert "halves drawn by sample id" in capsys.readouterr().err and not (tmp_path / "e3" / "evaluation.json").exists()

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_bert
 
 from robusteval import Sample, metrics
 from robusteval.errors import RobustevalError
 from robusteval.metrics import cross_encoder as ce
+from robusteval.tiny_models import build_tiny_bert
 
 SAMPLES = [
     Sample(id="en", task="dialogue", response="i love reading books about history .", context=("how are you today ?",)),

@@ -92,7 +92,7 @@ def rated_file(tmp_path: Path) -> Path:
 def test_a_file_is_a_clean_set_halved_by_conversation(tmp_path) -> None:
     from robusteval.detectors.clean import in_heldout, load_clean
 
-    from robusteval.errors import MissingResourceError, UnknownNameError
+    from robusteval.errors import DataFormatError, MissingResourceError, UnknownNameError
 
     path = str(clean_file(tmp_path))
     everything = load_clean(path)
@@ -105,6 +105,16 @@ def test_a_file_is_a_clean_set_halved_by_conversation(tmp_path) -> None:
     assert len(cal) % 4 == 0 and len(held) % 4 == 0
     with pytest.raises(UnknownNameError, match=r"not a shipped clean set.*summeval-references"):
         load_clean("dailydialog-gud")
+    with pytest.raises(TypeError, match="takes a Sample"):
+        in_heldout(cal[0].id)
+    # one context only: one half is empty, which is said (not a threshold fitted on nothing)
+    one = tmp_path / "one_context.jsonl"
+    one.write_text("".join(json.dumps({"id": f"x{i}", "context": "how are you?", "response": f"fine {i}",
+                                       "task": "dialogue"}) + "\n" for i in range(40)), encoding="utf-8")
+    assert len(load_clean(str(one))) == 40
+    empty = "heldout" if not in_heldout(load_clean(str(one))[0]) else "calibration"
+    with pytest.raises(DataFormatError, match=rf"one_context\.jsonl.*40 texts come from 1 conversation.*{empty} half is empty"):
+        load_clean(str(one), empty)
     with pytest.raises(MissingResourceError, match=r"clean set .*nope\.jsonl"):
         load_clean(str(tmp_path / "nope.jsonl"))
 
@@ -118,7 +128,7 @@ def test_guard_calibrate_takes_a_jsonl_clean_set(tmp_path, capsys) -> None:
                  "--target-fpr", "0.2", "--out-dir", str(out)]) == 0
     table = json.loads((out / "thresholds.json").read_text())
     n_cal = sum(not in_heldout(s) for s in load_clean(str(path)))
-    assert 0 < n_cal < 24
+    assert n_cal == 12  # the Chinese, Arabic and French contexts, four copies each
     assert {e["n"] for e in table["detectors"].values()} == {n_cal}
     assert "threshold" in capsys.readouterr().out
 

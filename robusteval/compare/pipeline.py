@@ -646,12 +646,15 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     folder = fingerprint_data_dir(data_dir or cfg.data_dir)
+    from robusteval.detectors.clean import CLEAN_SPLIT
     from robusteval.detectors.defaults import version
     from robusteval.training.data import SPLIT_SCHEME
 
-    # the package's default thresholds apply to every detector a config leaves at its default
+    # the package's default thresholds apply to every detector a config leaves at its default;
+    # a guard calibrated in the run (guard/thresholds.json, reused on resume) fits one clean half
     claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder,
-                                      shipped_thresholds=version(), split=SPLIT_SCHEME), resume)
+                                      shipped_thresholds=version(), split=SPLIT_SCHEME,
+                                      clean_split=CLEAN_SPLIT), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean, clean_clusters = clean_suspicion(dets, cfg, glog, data_dir)
