@@ -20,12 +20,22 @@ both occur somewhere earlier, scored 0.8-1.0, as high as a copied turn. On the 3
 DailyDialog-Zhao replies that put the calibrated default threshold above 1 (never firing, even
 on a verbatim copy) in French, Arabic, Hindi and the CJK group (BENCHMARKS §9b).
 
+The comparison ignores how a text was tokenized (version 3). DailyDialog and other corpora
+store their turns tokenized ("i 'm sorry .", "it does n't", "couldn ' t"), while a reply --
+an attack's copy of the last turn, or a system's -- is written normally ("I'm sorry.",
+"doesn't"). Version 2 split the tokenized forms into extra words ("i", "m"), so a verbatim copy
+of the last turn scored 0.25-0.9 instead of 1.0: of the 100 `previous-utterance` attacks on
+DailyDialog-Zhao, 37 scored below 1.0 and 27 fell under the shipped English threshold. Split
+English clitics ('s 'm 'd 't 're 've 'll, n't) and French elisions (l' d' j' qu' ...) are joined
+to their word on both sides before the words are compared (:func:`detokenize`).
+
 Only dialogue samples have a conversational context; for other tasks (a summary should
 overlap its source) the detector returns 0 and counts the sample as ``not_applicable``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
@@ -35,13 +45,29 @@ from robusteval.text import words
 from robusteval.types import Sample
 
 MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
+APOSTROPHE = "['\u2019\u02bc`]"
+# "do n't", "ca n ' t" -> "don't", "can't"; then "i 'm", "couldn ' t", "it ' s" -> "i'm", "couldn't", "it's"
+SPLIT_NEGATION = re.compile(rf"(\w)\s+n\s*{APOSTROPHE}\s*t\b")
+SPLIT_CLITIC = re.compile(rf"(\w)\s*({APOSTROPHE})\s*(s|m|d|t|re|ve|ll)\b")
+# French elision with a space after the apostrophe: "l' homme", "qu' il" -> "l'homme", "qu'il"
+SPLIT_ELISION = re.compile(rf"\b(qu|[cdjlmnst])({APOSTROPHE})\s+(?=\w)")
+
+
+def detokenize(text: str) -> str:
+    """``text`` (case-folded) with split clitics and elisions joined to their word and every
+    apostrophe written ``'``: a tokenized turn and the same turn written normally give the same
+    words."""
+    text = SPLIT_NEGATION.sub(r"\1n't", text)
+    text = SPLIT_CLITIC.sub(r"\1'\3", text)
+    return SPLIT_ELISION.sub(r"\1'", text)
 
 
 def tokens(text: str) -> list[str]:
     """Words (:func:`robusteval.text.words`) of the text's
-    :func:`~robusteval.detectors.sanitize.skeleton`: a copy disguised with lookalike letters,
-    zero-width spaces or case changes is still a copy."""
-    return words(skeleton(text))
+    :func:`~robusteval.detectors.sanitize.skeleton`, detokenized (:func:`detokenize`): a copy
+    disguised with lookalike letters, zero-width spaces, case changes or another tokenization is
+    still a copy."""
+    return words(detokenize(skeleton(text)))
 
 
 def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:
@@ -79,7 +105,8 @@ class ContextCopy(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
-    version: ClassVar[int] = 2  # words with their combining marks; no word containment for 1-2 words
+    # 2: words with their combining marks; no word containment for 1-2 words. 3: tokenization ignored
+    version: ClassVar[int] = 3
     reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
 

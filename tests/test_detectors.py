@@ -270,7 +270,31 @@ def test_context_copy_keeps_words_with_their_combining_marks() -> None:
 
     assert tokens("क्या हुआ?") == ["क्या", "हुआ"]
     assert tokens("می\u200cخواهم بروم") == ["میخواهم", "بروم"]  # the skeleton drops the joiner
-    assert detectors.load("context_copy").version == 2
+    assert detectors.load("context_copy").version == 3
+
+
+# (a tokenized turn as corpora store it, the same turn written normally): a copy either way
+TOKENIZED = [
+    ("i 'm sorry . all the appointments are filled .", "I'm sorry. All the appointments are filled."),
+    ("i read it , but i couldn ' t understand it .", "I read it, but I couldn't understand it."),
+    ("it 's better because it does n't tie up the phone .", "It's better because it doesn't tie up the phone."),
+    ("i ca n't stand riding the bus .", "I can’t stand riding the bus."),
+    ("je pense qu' il a raison , l' homme est parti .", "Je pense qu'il a raison, l'homme est parti."),
+]
+
+
+@pytest.mark.parametrize(("turn", "reply"), TOKENIZED, ids=[t[1][:12] for t in TOKENIZED])
+def test_context_copy_reads_a_copy_of_a_tokenized_turn_as_a_copy(turn: str, reply: str) -> None:
+    """Version 2 split "i 'm" and "does n't" into extra words, so the attack's verbatim copy of
+    DailyDialog's tokenized last turn scored 0.25-0.9 (27 of 100 under the shipped English
+    threshold): clitics and elisions are joined on both sides now."""
+    from robusteval.detectors.context_copy import tokens
+
+    assert tokens(turn) == tokens(reply)
+    copy = Sample(id="t", task="dialogue", response=reply, context=("hello there .", turn))
+    assert detectors.load("context_copy").detect([copy])[0] == 1.0
+    other = Sample(id="o", task="dialogue", response="What time does the train leave?", context=("hello there .", turn))
+    assert detectors.load("context_copy").detect([other])[0] < 0.5
 
 
 @pytest.mark.parametrize("name", ["context_copy", "generic"])
