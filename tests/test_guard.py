@@ -215,6 +215,7 @@ def test_the_shipped_table_was_calibrated_on_conversation_halves() -> None:
     import json
 
     from robusteval.detectors.clean import CLEAN_SPLIT
+
     from robusteval.paths import resource
 
     made = json.loads(resource("detectors/default_thresholds.json").read_text(encoding="utf-8"))
