@@ -605,22 +605,29 @@ def test_render_report_adds_the_score_change_to_older_reports_from_their_logs(tm
     assert "does gaming pay" in (tmp_path / "report.md").read_text()
 
 
-def test_a_recorded_rows_digest_refuses_logs_that_changed_even_with_the_same_counts(tmp_path, capsys) -> None:
-    """A report records a digest of each variant's rows (``rows_sha256``); a log edited since
-    (here one row's score, every count unchanged) is not read back, where the counts alone would
-    pass it. Timings do not enter the digest."""
+def _digested_report(tmp_path: Path) -> tuple[dict, dict, Path, list[dict], list[dict]]:
+    """A report whose plain and guarded variants record their rows' digest (computed with
+    timings in the rows: they do not enter it), with the victim's log folder and both row sets."""
     from robusteval.compare.pipeline import rows_digest
     from robusteval.results import slug
 
     report = make_report()
     v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
-    folder = tmp_path / "dialogue" / slug("toy victim")
     plain, guarded = rows_for(30, 60, 0, 0, 2), rows_for(6, 60, 0, 0, 2)
     for name, rows in (("plain", plain), ("guarded", guarded)):
         v[name] = variant(rows, 0.4)
-        _log_rows(folder / name / "attacks" / "results.jsonl", rows)
         v[name]["rows_sha256"] = rows_digest([{**r, "wall_time": 9.0} for r in rows])
     v["trained"] = {"available": False, "reason": "x"}
+    return report, v, tmp_path / "dialogue" / slug("toy victim"), plain, guarded
+
+
+def test_a_recorded_rows_digest_refuses_logs_that_changed_even_with_the_same_counts(tmp_path, capsys) -> None:
+    """A report records a digest of each variant's rows (``rows_sha256``); a log edited since
+    (here one row's score, every count unchanged) is not read back, where the counts alone would
+    pass it. Timings do not enter the digest."""
+    report, _, folder, plain, guarded = _digested_report(tmp_path)
+    for name, rows in (("plain", plain), ("guarded", guarded)):
+        _log_rows(folder / name / "attacks" / "results.jsonl", rows)
     (tmp_path / "report.json").write_text(json.dumps(report))
     assert "paired_vs_plain" in render_report(tmp_path)["suites"]["dialogue"]["victims"]["toy victim"][
         "variants"]["guarded"]
@@ -637,19 +644,10 @@ def test_a_digest_mismatch_blocks_the_score_change_too_and_is_reported_once(tmp_
     """An older report lacking both the paired test and the score changes: a variant whose log no
     longer matches its recorded digest gets neither, and its logs are read (and refused) once,
     so stderr says so once; plain, whose log matches, still gets its score changes."""
-    from robusteval.compare.pipeline import rows_digest
-    from robusteval.results import slug
-
-    report = make_report()
-    v = report["suites"]["dialogue"]["victims"]["toy victim"]["variants"]
-    folder = tmp_path / "dialogue" / slug("toy victim")
-    plain, guarded = rows_for(30, 60, 0, 0, 2), rows_for(6, 60, 0, 0, 2)
-    for name, rows in (("plain", plain), ("guarded", guarded)):
-        v[name] = variant(rows, 0.4)
-        v[name]["rows_sha256"] = rows_digest(rows)
+    report, v, folder, plain, guarded = _digested_report(tmp_path)
+    for name in ("plain", "guarded"):
         for e in v[name]["asr"].values():
             e.pop("score_change")
-    v["trained"] = {"available": False, "reason": "x"}
     _log_rows(folder / "plain" / "attacks" / "results.jsonl", plain)
     _log_rows(folder / "guarded" / "attacks" / "results.jsonl", [{**guarded[0], "victim_after": 99.0}, *guarded[1:]])
     (tmp_path / "report.json").write_text(json.dumps(report))
