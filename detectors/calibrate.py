@@ -83,7 +83,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     package ships as its defaults.
 
     With ``floor_at_default`` a group's threshold is never below the detector's class default
-    (``calibrated`` keeps the fitted value): a group of 150 clean texts in which a detector never
+    (``calibrated`` keeps the fitted value): a group of about 100 clean texts in which a detector never
     fired would otherwise get a threshold just above 0, stricter than anything the data
     supports; the shipped defaults are made this way."""
     from robusteval.detectors.defaults import group_of

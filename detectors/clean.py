@@ -134,6 +134,27 @@ def in_heldout(sample: Sample) -> bool:
     return hashlib.sha256(sample.conversation_key().encode("utf-8")).digest()[0] % 2 == 1
 
 
+def check_clean_split(thresholds: str | Path) -> None:
+    """Refuse a thresholds file whose false-positive rates are about to be measured on held-out
+    halves it may have been fitted on: one that records another ``clean_split``, or none (written
+    before robusteval recorded it -- then on id halves, or conversation halves from 2026-11-27 --
+    or by hand). Used by ``guard evaluate`` and by ``compare`` with ``guard.thresholds: <file>``."""
+    from robusteval.detectors.base import read_thresholds_header
+
+    from robusteval.errors import RobustevalError
+
+    made = read_thresholds_header(thresholds).get("clean_split")
+    if made == CLEAN_SPLIT:
+        return
+    how = (f"was calibrated on halves drawn by {made!r}" if made else
+           "records no clean_split (written before robusteval recorded one, when the halves were drawn "
+           "by sample id, or by hand)")
+    raise RobustevalError(f"{thresholds}: {how}, but held-out clean text is now the {CLEAN_SPLIT!r} half, so "
+                          "its false-positive rates could be measured on texts it was fitted on; recalibrate "
+                          f"with `robusteval guard calibrate`, or, for a table not fitted on these clean sets, add "
+                          f'"clean_split": "{CLEAN_SPLIT}" to it')
+
+
 def is_clean_set(name: str) -> bool:
     """``name`` is one of the shipped clean sets above (``dailydialog-good:<language>`` included)."""
     base, _, language = name.partition(":")

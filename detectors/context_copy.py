@@ -24,7 +24,7 @@ The comparison ignores how a text was tokenized (version 3). DailyDialog and oth
 store their turns tokenized ("i 'm sorry .", "it does n't", "couldn ' t"), while a reply --
 an attack's copy of the last turn, or a system's -- is written normally ("I'm sorry.",
 "doesn't"). Version 2 split the tokenized forms into extra words ("i", "m"), so a verbatim copy
-of the last turn scored 0-0.91 instead of 1.0: of the 100 `previous-utterance` attacks on
+of the last turn scored 0-0.97 instead of 1.0: of the 100 `previous-utterance` attacks on
 DailyDialog-Zhao, 37 scored below 1.0 and 27 fell under the shipped English threshold. Split
 English clitics ('s 'm 'd 't 're 've 'll, n't) and French elisions (l' d' j' qu' ...) are joined
 to their word on both sides before the words are compared (:func:`detokenize`).

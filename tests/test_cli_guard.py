@@ -125,4 +125,4 @@ def test_one_config_file_drives_calibrate_and_evaluate(tmp_path, capsys) -> None
     (tmp_path / "old.json").write_text(json.dumps(old))
     args[args.index(thresholds)] = str(tmp_path / "old.json")
     assert main([*args, "--out-dir", str(tmp_path / "e3")]) != 0
-    assert "halves drawn by sample id" in capsys.readouterr().err and not (tmp_path / "e3" / "evaluation.json").exists()
+    assert "records no clean_split" in capsys.readouterr().err and not (tmp_path / "e3" / "evaluation.json").exists()

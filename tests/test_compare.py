@@ -221,7 +221,9 @@ def test_a_checked_victim_is_built_once_and_used_by_the_run(tiny_bert, tmp_path,
 
 @pytest.mark.parametrize("content, message", [
     (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
-    ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate")])
+    ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate"),
+    ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "run_scale=3.0,share_floor=0.3,share_span=0.4"}}}',
+     "records no clean_split")])
 def test_a_bad_thresholds_file_fails_before_the_run_folder_is_claimed(tiny_bert, tmp_path, capsys, content,
                                                                      message) -> None:
     """Else the fixed rerun would be refused: the folder "holds an earlier run"."""
@@ -290,8 +292,10 @@ def test_compare_with_the_shipped_thresholds_reports_what_the_default_guard_flag
     from robusteval.compare.guarding import SHIPPED_LABEL
 
     replies = ["Yeah, I think so.", "okay .", "We could take the train at nine and be there by noon."]
-    rows = [{"id": f"c{i}", "context": ["Shall we go to the coast on Saturday?"], "response": replies[i % 3]}
-            for i in range(30)]
+    days = ["Saturday", "Sunday", "Monday", "Friday", "the weekend", "the holiday", "Tuesday", "Thursday", "Wednesday",
+            "the first"]  # thirty conversations: clean text is halved by conversation
+    rows = [{"id": f"c{i}", "context": [f"Shall we go to the coast on {days[i % 10]}?", f"Maybe, at {i} o'clock?"],
+             "response": replies[i % 3]} for i in range(30)]
     clean_file = tmp_path / "clean.jsonl"
     clean_file.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = {"name": "shipped", "seed": 0, "budget": 6, "n_boot": 20,

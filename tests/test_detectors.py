@@ -286,7 +286,7 @@ TOKENIZED = [
 @pytest.mark.parametrize(("turn", "reply"), TOKENIZED, ids=[t[1][:12] for t in TOKENIZED])
 def test_context_copy_reads_a_copy_of_a_tokenized_turn_as_a_copy(turn: str, reply: str) -> None:
     """Version 2 split "i 'm" and "does n't" into extra words, so the attack's verbatim copy of
-    DailyDialog's tokenized last turn scored 0-0.91 (27 of 100 under the shipped English
+    DailyDialog's tokenized last turn scored 0-0.97 (27 of 100 under the shipped English
     threshold): clitics and elisions are joined on both sides now."""
     from robusteval.detectors.context_copy import tokens
 

@@ -89,22 +89,6 @@ def _check_calibration(cfg: EvaluateConfig) -> None:
                                   f"for {key}={value!r}; recalibrate or drop {key} from the config")
 
 
-def _check_clean_split(cfg: EvaluateConfig) -> None:
-    """A thresholds file fitted on clean halves drawn another way (by sample id, before
-    2026-11-27) would be evaluated on a held-out half that overlaps its fit: refused."""
-    if not cfg.thresholds:
-        return
-    from robusteval.detectors.base import read_thresholds_header
-    from robusteval.detectors.clean import CLEAN_SPLIT
-
-    made = read_thresholds_header(cfg.thresholds).get("clean_split")
-    if made != CLEAN_SPLIT:
-        how = f"halves drawn by {made!r}" if made else "clean halves drawn by sample id (it records no clean_split)"
-        raise RobustevalError(f"{cfg.thresholds}: calibrated on {how}, but clean text is now halved by "
-                              f"{CLEAN_SPLIT!r}, so its held-out false-positive rates would be measured on "
-                              "texts it was fitted on; recalibrate with `robusteval guard calibrate`")
-
-
 def run_evaluate(cfg: EvaluateConfig) -> int:
     from robusteval import detectors
     from robusteval.attacks.runner import read_results
@@ -113,7 +97,10 @@ def run_evaluate(cfg: EvaluateConfig) -> int:
 
     assert cfg.out_dir is not None  # validated
     _check_calibration(cfg)
-    _check_clean_split(cfg)
+    if cfg.thresholds:
+        from robusteval.detectors.clean import check_clean_split
+
+        check_clean_split(cfg.thresholds)
     dets = detectors.resolve(_detector_specs(cfg), cfg.thresholds)
     attacked: list[Any] = []
     for path in cfg.attack_results:

@@ -585,8 +585,12 @@ def check_names(cfg: CompareConfig) -> None:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
     if cfg.guard.thresholds and cfg.guard.thresholds != SHIPPED:
         # a missing or malformed file, or thresholds calibrated for other detector settings, fail
-        # before the run folder is claimed
+        # before the run folder is claimed; so does one fitted on other clean halves than the
+        # held-out ones the run measures false positives on
         detectors.resolve(cfg.guard.detectors, str(cfg.guard.thresholds))
+        from robusteval.detectors.clean import check_clean_split
+
+        check_clean_split(str(cfg.guard.thresholds))
     for name in [*split_csv(cfg.guard.calibrate.get("clean")), *cfg.guard.fpr_sets]:
         check_clean(name)  # a shipped clean set, or any dataset: a file, hf:NAME, module:attr
     for suite in cfg.suites:
