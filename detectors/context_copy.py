@@ -29,6 +29,14 @@ DailyDialog-Zhao, 37 scored below 1.0 and 27 fell under the shipped English thre
 English clitics ('s 'm 'd 't 're 've 'll, n't) and French elisions (l' d' j' qu' ...) are joined
 to their word on both sides before the words are compared (:func:`detokenize`).
 
+Every apostrophe is one apostrophe (version 4). Version 3 matched ``'`` and ``’`` (the words
+treat them alike) but read U+02BC, ``‘``, a backtick or an acute accent used as an apostrophe as
+a word break ("s`est" -> "s", "est"), and joined a French elision only after a one-letter word
+or "qu" with no space before the apostrophe: "lorsqu' il", "aujourd ' hui", "l ’ homme" stayed
+two words. Every apostrophe-like character is read as ``'`` first now, and the elisions of
+lorsqu', puisqu', jusqu', quoiqu', presqu' and aujourd' are joined, with or without spaces around
+the apostrophe.
+
 Only dialogue samples have a conversational context; for other tasks (a summary should
 overlap its source) the detector returns 0 and counts the sample as ``not_applicable``.
 """
@@ -45,19 +53,25 @@ from robusteval.text import words
 from robusteval.types import Sample
 
 MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
-APOSTROPHE = "['\u2019\u02bc`]"
+# read as "'" before anything else: right / left single quotation marks, modifier letter
+# apostrophe, grave accent (backtick), acute accent, prime, full-width apostrophe
+APOSTROPHES = "\u2019\u2018\u02bc`\u00b4\u2032\uff07"
+TO_APOSTROPHE = str.maketrans(dict.fromkeys(APOSTROPHES, "'"))
+APOSTROPHE = "'"
 # "do n't", "ca n ' t" -> "don't", "can't"; then "i 'm", "couldn ' t", "it ' s" -> "i'm", "couldn't", "it's"
 SPLIT_NEGATION = re.compile(rf"(\w)\s+n\s*{APOSTROPHE}\s*t\b")
 SPLIT_CLITIC = re.compile(rf"(\w)\s*({APOSTROPHE})\s*(s|m|d|t|re|ve|ll)\b")
-# French elision with a space after the apostrophe: "l' homme", "qu' il" -> "l'homme", "qu'il"
-SPLIT_ELISION = re.compile(rf"\b(qu|[cdjlmnst])({APOSTROPHE})\s+(?=\w)")
+# French elision with a space after (and maybe before) the apostrophe: "l' homme", "qu ' il",
+# "lorsqu' il", "aujourd ' hui" -> "l'homme", "qu'il", "lorsqu'il", "aujourd'hui"
+ELIDED = "lorsqu|puisqu|jusqu|quoiqu|presqu|aujourd|qu|[cdjlmnst]"
+SPLIT_ELISION = re.compile(rf"\b({ELIDED})\s*{APOSTROPHE}\s+(?=\w)")
 
 
 def detokenize(text: str) -> str:
-    """``text`` (case-folded) with split clitics and elisions joined to their word, the joined
-    apostrophe written ``'``: a tokenized turn and the same turn written normally give the same
-    words. Other apostrophes are left as they are (see the module's "noticed" note in
-    BENCHMARKS §9b: a copy written with U+02BC or a backtick is not matched)."""
+    """``text`` (case-folded) with every apostrophe written ``'`` and split clitics and elisions
+    joined to their word: a tokenized turn and the same turn written normally, with any of the
+    apostrophes in :data:`APOSTROPHES`, give the same words."""
+    text = text.translate(TO_APOSTROPHE)
     text = SPLIT_NEGATION.sub(r"\1n't", text)
     text = SPLIT_CLITIC.sub(r"\1'\3", text)
     return SPLIT_ELISION.sub(r"\1'", text)
@@ -66,9 +80,10 @@ def detokenize(text: str) -> str:
 def tokens(text: str) -> list[str]:
     """Words (:func:`robusteval.text.words`) of the text's
     :func:`~robusteval.detectors.sanitize.skeleton`, detokenized (:func:`detokenize`): a copy
-    disguised with lookalike letters, zero-width spaces, case changes or another tokenization is
-    still a copy."""
-    return words(detokenize(skeleton(text)))
+    disguised with lookalike letters, zero-width spaces, case changes, other apostrophes or
+    another tokenization is still a copy. The apostrophes are read before the skeleton, whose
+    NFKC would turn an acute accent into a space and a combining mark."""
+    return words(detokenize(skeleton(text.translate(TO_APOSTROPHE))))
 
 
 def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:
@@ -106,8 +121,9 @@ class ContextCopy(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
-    # 2: words with their combining marks; no word containment for 1-2 words. 3: tokenization ignored
-    version: ClassVar[int] = 3
+    # 2: words with their combining marks; no word containment for 1-2 words. 3: tokenization
+    # ignored. 4: every apostrophe read as "'", long French elisions joined
+    version: ClassVar[int] = 4
     reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
 
@@ -120,14 +136,18 @@ class ContextCopy(Detector):
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         rows = []
+        # several responses to one context (candidates, attacks of one sample) read its words once
+        context_words: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
         for s in samples:
             if s.task != "dialogue" or not s.context:
                 # counted by Detector.analyze once per sample (memo hits included)
                 rows.append({"applicable": False, "suspicion": 0.0, "fallback": "not_applicable"})
                 continue
             resp = tokens(s.response)[: self.max_tokens]
-            last = tokens(s.context[-1])[: self.max_tokens]
-            whole = tokens(" ".join(s.context))[-4 * self.max_tokens:]
+            if s.context not in context_words:
+                context_words[s.context] = (tokens(s.context[-1])[: self.max_tokens],
+                                            tokens(" ".join(s.context))[-4 * self.max_tokens:])
+            last, whole = context_words[s.context]
             contain_last = {n: containment(resp, last, n) for n in (1, 2, 3)}
             contain_ctx = {n: containment(resp, whole, n) for n in (1, 2, 3)}
             lcs = longest_common_substring(resp, last)

@@ -270,7 +270,7 @@ def test_context_copy_keeps_words_with_their_combining_marks() -> None:
 
     assert tokens("क्या हुआ?") == ["क्या", "हुआ"]
     assert tokens("می\u200cخواهم بروم") == ["میخواهم", "بروم"]  # the skeleton drops the joiner
-    assert detectors.load("context_copy").version == 3
+    assert detectors.load("context_copy").version == 4
 
 
 # (a tokenized turn as corpora store it, the same turn written normally): a copy either way
@@ -280,6 +280,11 @@ TOKENIZED = [
     ("it 's better because it does n't tie up the phone .", "It's better because it doesn't tie up the phone."),
     ("i ca n't stand riding the bus .", "I can’t stand riding the bus."),
     ("je pense qu' il a raison , l' homme est parti .", "Je pense qu'il a raison, l'homme est parti."),
+    # version 4: other apostrophes, spaces on both sides, elisions after a longer word
+    ("il s’est levé lorsqu' il a vu l ’ homme .", "Il s'est levé lorsqu'il a vu l'homme."),
+    ("aujourd ' hui , jusqu' à midi .", "Aujourd’hui, jusqu’à midi."),
+    ("i ca n't stand it , it 's too loud .", "I canʼt stand it, it`s too loud."),
+    ("i don ' t know what you 're saying .", "I don´t know what you‘re saying."),
 ]
 
 
@@ -295,6 +300,21 @@ def test_context_copy_reads_a_copy_of_a_tokenized_turn_as_a_copy(turn: str, repl
     assert detectors.load("context_copy").detect([copy])[0] == 1.0
     other = Sample(id="o", task="dialogue", response="What time does the train leave?", context=("hello there .", turn))
     assert detectors.load("context_copy").detect([other])[0] < 0.5
+
+
+def test_context_copy_apostrophes_and_elisions() -> None:
+    """Every apostrophe-like character is one apostrophe, and only elisions are joined: an
+    acute accent used as an apostrophe is not read as a space and a combining mark (NFKC), a
+    quotation in single quotes keeps its words, and a lone letter before a quote in English is
+    joined only where French would elide."""
+    from robusteval.detectors.context_copy import detokenize, tokens
+
+    assert tokens("don\u00b4t") == tokens("don\u02bct") == tokens("don`t") == tokens("don't") == ["don't"]
+    assert tokens("\u2018hello\u2019 she said") == ["hello", "she", "said"]
+    assert tokens("lorsqu ' il") == tokens("lorsqu\u2019il") == ["lorsqu'il"]
+    assert tokens("Это ‘так’ .") == tokens("это так") and len(tokens("Это ‘так’ .")) == 2
+    assert detokenize("the boys ' toys") == "the boys ' toys"
+    assert detokenize("c ' est l ' ami") == "c'est l'ami"
 
 
 @pytest.mark.parametrize("name", ["context_copy", "generic"])
