@@ -219,6 +219,37 @@ def test_a_checked_victim_is_built_once_and_used_by_the_run(tiny_bert, tmp_path,
     assert calls.count("rougeL") == 1
 
 
+def test_only_the_first_suites_victims_are_kept_from_the_check(tiny_bert, tmp_path, monkeypatch) -> None:
+    """Every suite's victims are checked before any work, but only the first suite's are kept
+    for the run: a later suite's victim is released after its check and built again just before
+    its suite, so the models of all suites are never held at once. Every suite is still checked
+    before the folder is claimed (a bad victim in the last suite fails at once)."""
+    import gc
+    import weakref
+
+    from robusteval import metrics
+    from robusteval.compare.pipeline import SuiteData, check_victims
+    from robusteval.config.compare import parse_file
+
+    cfg = tiny_config(tiny_bert)
+    cfg["suites"] = [cfg["suites"][1], {**cfg["suites"][1], "name": "summary-again"}]
+    cfg.pop("smoothing")
+    parsed = parse_file(_dump(cfg, tmp_path))
+    real, made = metrics.load, []
+    monkeypatch.setattr(metrics, "load", lambda name, **kw: made.append(weakref.ref(m := real(name, **kw))) or m)
+    built = check_victims(parsed, {s.name: SuiteData(s, parsed, None, training=False) for s in parsed.suites})
+    gc.collect()
+    assert list(built) == [("summary", "rougeL")] and len(made) == 2
+    assert made[0]() is built[("summary", "rougeL")] and made[1]() is None  # the later suite's is released
+    made.clear()
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(tmp_path / "run")]) == 0
+    assert len(made) == 3  # both checked; the first kept for its suite, the second built again for its own
+
+    cfg["suites"][1] = {**cfg["suites"][1], "victims": [{"name": "rougeL", "options": {"against": "fact"}}]}
+    out = tmp_path / "bad"
+    assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(out)]) == 2 and not out.exists()
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
     ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate"),
@@ -731,7 +762,7 @@ def test_every_shipped_compare_config_can_score_its_real_test_samples(name, data
               for s in cfg.suites]
     cfg = dataclasses.replace(cfg, suites=suites)
     built = check_victims(cfg, {s.name: SuiteData(s, cfg, str(data_dir), training=False) for s in suites})
-    assert set(built) == {(s.name, v.label) for s in suites for v in s.victims if v.train is None}
+    assert set(built) == {(suites[0].name, v.label) for v in suites[0].victims if v.train is None}
 
 
 def test_parse_file_reads_and_validates_like_the_command_line(tmp_path) -> None:

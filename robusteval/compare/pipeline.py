@@ -611,14 +611,18 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[
     against a missing fact), checked before the run folder is claimed: otherwise the first
     victims' attacks run for an hour and the run stops at that victim. The error names the
     suite, the victim, the sample and the field. A trained victim is built by the run. (A
-    correlation set a metric cannot score is reported as skipped, not refused.) Returns the
-    metrics it built, by (suite, victim label), for the run to use: each is built once (the run
-    keeps every plain victim until the suite's phrase transfer anyway)."""
+    correlation set a metric cannot score is reported as skipped, not refused.)
+
+    Returns the metrics of the **first** suite, by (suite, victim label), for the run to use
+    rather than load them again. A later suite's victims are built for the check and released:
+    the run builds each again just before its suite, so the models of every suite are never in
+    memory at once (a second load costs seconds; several suites of large models could exhaust
+    the memory)."""
     from robusteval import metrics
     from robusteval.config.parsing import ConfigError
 
     built: dict[tuple[str, str], Any] = {}
-    for suite in cfg.suites:
+    for i, suite in enumerate(cfg.suites):
         for v in suite.victims:
             if v.train is not None:
                 continue
@@ -631,7 +635,9 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[
                     raise ConfigError(f"suite {suite.name!r}: victim {v.label!r} cannot score the suite's test "
                                       f"samples ({exc}); change its options (e.g. against: context, or a "
                                       "baseline for a pairwise judge) or the dataset") from None
-            built[(suite.name, v.label)] = metric
+            if i == 0:
+                built[(suite.name, v.label)] = metric
+            del metric
     return built
 
 
