@@ -29,13 +29,18 @@ DailyDialog-Zhao, 37 scored below 1.0 and 27 fell under the shipped English thre
 English clitics ('s 'm 'd 't 're 've 'll, n't) and French elisions (l' d' j' qu' ...) are joined
 to their word on both sides before the words are compared (:func:`detokenize`).
 
-Every apostrophe is one apostrophe (version 4). Version 3 matched ``'`` and ``’`` (the words
-treat them alike) but read U+02BC, ``‘``, a backtick or an acute accent used as an apostrophe as
-a word break ("s`est" -> "s", "est"), and joined a French elision only after a one-letter word
-or "qu" with no space before the apostrophe: "lorsqu' il", "aujourd ' hui", "l ’ homme" stayed
-two words. Every apostrophe-like character is read as ``'`` first now, and the elisions of
-lorsqu', puisqu', jusqu', quoiqu', presqu' and aujourd' are joined, with or without spaces around
-the apostrophe.
+Apostrophe-like characters are one apostrophe (version 4). Version 3 joined a split clitic
+written with ``'``, ``’``, U+02BC or a backtick ("does n`t"), but otherwise the words read a
+backtick, ``‘`` or an acute accent as a word break ("s`est" -> "s", "est"; the skeleton's NFKC
+turns "´" into a space and a combining mark) and U+02BC as a letter ("sʼest" stayed one word,
+unequal to "s'est"), and it joined a French elision only after a one-letter word or "qu" with no
+space before the apostrophe: "lorsqu' il", "aujourd ' hui", "l ’ homme" stayed two words. The
+characters of :data:`APOSTROPHES` are read as ``'`` first now, and the elisions of lorsqu',
+puisqu', jusqu', quoiqu', presqu' and aujourd' are joined, with or without spaces around the
+apostrophe. A one-letter word between spaced quotes is joined too ("rock ' n ' roll" ->
+"rock", "n'roll"), as its written form ("rock 'n' roll") already was: a tokenized copy and a
+written one agree. Letters that look like apostrophes (the Hawaiian ʻokina U+02BB, the saltillo
+U+A78C) are left alone.
 
 Only dialogue samples have a conversational context; for other tasks (a summary should
 overlap its source) the detector returns 0 and counts the sample as ``not_applicable``.
@@ -53,9 +58,10 @@ from robusteval.text import words
 from robusteval.types import Sample
 
 MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
-# read as "'" before anything else: right / left single quotation marks, modifier letter
-# apostrophe, grave accent (backtick), acute accent, prime, full-width apostrophe
-APOSTROPHES = "\u2019\u2018\u02bc`\u00b4\u2032\uff07"
+# read as "'" before anything else: right / left / reversed single quotation marks, modifier
+# letter apostrophe, modifier prime, grave accent (backtick), acute accent, Greek oxia, prime,
+# reversed prime, full-width apostrophe
+APOSTROPHES = "\u2019\u2018\u201b\u02bc\u02b9`\u00b4\u1ffd\u2032\u2035\uff07"
 TO_APOSTROPHE = str.maketrans(dict.fromkeys(APOSTROPHES, "'"))
 APOSTROPHE = "'"
 # "do n't", "ca n ' t" -> "don't", "can't"; then "i 'm", "couldn ' t", "it ' s" -> "i'm", "couldn't", "it's"

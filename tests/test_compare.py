@@ -221,9 +221,10 @@ def test_a_checked_victim_is_built_once_and_used_by_the_run(tiny_bert, tmp_path,
 
 def test_only_the_first_suites_victims_are_kept_from_the_check(tiny_bert, tmp_path, monkeypatch) -> None:
     """Every suite's victims are checked before any work, but only the first suite's are kept
-    for the run: a later suite's victim is released after its check and built again just before
-    its suite, so the models of all suites are never held at once. Every suite is still checked
-    before the folder is claimed (a bad victim in the last suite fails at once)."""
+    for the run: a later suite's victim is released after its check -- before the next one is
+    loaded -- and built again just before its suite, so the models of all suites are never held
+    at once. Every suite is still checked before the folder is claimed (a bad victim in the last
+    suite fails at once)."""
     import gc
     import weakref
 
@@ -232,18 +233,31 @@ def test_only_the_first_suites_victims_are_kept_from_the_check(tiny_bert, tmp_pa
     from robusteval.config.compare import parse_file
 
     cfg = tiny_config(tiny_bert)
-    cfg["suites"] = [cfg["suites"][1], {**cfg["suites"][1], "name": "summary-again"}]
+    again = {**cfg["suites"][1], "name": "summary-again",
+             "victims": ["rougeL", {"name": "rougeL", "label": "second", "options": {"against": "reference"}}]}
+    cfg["suites"] = [cfg["suites"][1], again]
     cfg.pop("smoothing")
     parsed = parse_file(_dump(cfg, tmp_path))
-    real, made = metrics.load, []
-    monkeypatch.setattr(metrics, "load", lambda name, **kw: made.append(weakref.ref(m := real(name, **kw))) or m)
+    real, made, alive_at_load = metrics.load, [], []
+
+    def load(name, **kw):
+        gc.collect()
+        alive_at_load.append([r() is not None for r in made])
+        m = real(name, **kw)
+        made.append(weakref.ref(m))
+        return m
+
+    monkeypatch.setattr(metrics, "load", load)
     built = check_victims(parsed, {s.name: SuiteData(s, parsed, None, training=False) for s in parsed.suites})
     gc.collect()
-    assert list(built) == [("summary", "rougeL")] and len(made) == 2
-    assert made[0]() is built[("summary", "rougeL")] and made[1]() is None  # the later suite's is released
+    assert list(built) == [("summary", "rougeL")] and len(made) == 3
+    # when the later suite's second victim loads, its first is gone; the first suite's is kept
+    assert alive_at_load == [[], [True], [True, False]]
+    assert made[0]() is built[("summary", "rougeL")] and made[1]() is None and made[2]() is None
+    del built
     made.clear()
     assert main(["compare", "--config", str(_dump(cfg, tmp_path)), "--out-dir", str(tmp_path / "run")]) == 0
-    assert len(made) == 3  # both checked; the first kept for its suite, the second built again for its own
+    assert len(made) == 5  # three checked; the first kept for its suite, the later two built again for theirs
 
     cfg["suites"][1] = {**cfg["suites"][1], "victims": [{"name": "rougeL", "options": {"against": "fact"}}]}
     out = tmp_path / "bad"

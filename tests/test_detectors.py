@@ -283,8 +283,8 @@ TOKENIZED = [
     # version 4: other apostrophes, spaces on both sides, elisions after a longer word
     ("il s’est levé lorsqu' il a vu l ’ homme .", "Il s'est levé lorsqu'il a vu l'homme."),
     ("aujourd ' hui , jusqu' à midi .", "Aujourd’hui, jusqu’à midi."),
-    ("i ca n't stand it , it 's too loud .", "I canʼt stand it, it`s too loud."),
-    ("i don ' t know what you 're saying .", "I don´t know what you‘re saying."),
+    ("il s' est assis , c' est l' heure .", "Il s`est assis, c\u02bcest l\u2018heure."),
+    ("i don ' t know what you 're saying .", "I don\u00b4t know what you\u2018re saying."),
 ]
 
 
@@ -303,16 +303,21 @@ def test_context_copy_reads_a_copy_of_a_tokenized_turn_as_a_copy(turn: str, repl
 
 
 def test_context_copy_apostrophes_and_elisions() -> None:
-    """Every apostrophe-like character is one apostrophe, and only elisions are joined: an
-    acute accent used as an apostrophe is not read as a space and a combining mark (NFKC), a
-    quotation in single quotes keeps its words, and a lone letter before a quote in English is
-    joined only where French would elide."""
+    """The forms version 3 read as other words (a backtick or U+02BC inside an elision, ``‘``,
+    an acute accent, which NFKC turns into a space and a combining mark, a long or spaced
+    elision) give the word written with ``'``; text in single quotes keeps its words; a spaced
+    one-letter word between quotes is joined as its written form is, so the two agree."""
     from robusteval.detectors.context_copy import detokenize, tokens
 
-    assert tokens("don\u00b4t") == tokens("don\u02bct") == tokens("don`t") == tokens("don't") == ["don't"]
+    for form in ("s`est", "s\u02bcest", "s\u2018est", "s\u00b4est", "s\u201best", "s ' est", "s\u2019est"):
+        assert tokens(form) == ["s'est"], form
+    assert tokens("don\u00b4t") == tokens("don\u1ffdt") == tokens("don\u2018t") == ["don't"]
     assert tokens("\u2018hello\u2019 she said") == ["hello", "she", "said"]
     assert tokens("lorsqu ' il") == tokens("lorsqu\u2019il") == ["lorsqu'il"]
+    assert tokens("aujourd ' hui , jusqu' à") == ["aujourd'hui", "jusqu'à"]
     assert tokens("Это ‘так’ .") == tokens("это так") and len(tokens("Это ‘так’ .")) == 2
+    assert tokens("rock ' n ' roll") == tokens("rock 'n' roll") == ["rock", "n'roll"]
+    assert tokens("Hawai\u02bbi") == ["hawai\u02bbi"]  # the ʻokina is a letter, not an apostrophe
     assert detokenize("the boys ' toys") == "the boys ' toys"
     assert detokenize("c ' est l ' ami") == "c'est l'ami"
 

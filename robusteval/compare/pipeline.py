@@ -621,23 +621,27 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[
     from robusteval import metrics
     from robusteval.config.parsing import ConfigError
 
+    def checked(suite: Any, v: Any) -> Any:
+        metric = metrics.load(v.name, **v.options)
+        check = getattr(metric, "check_sample", None)
+        for sample in suite_data[suite.name].test if callable(check) else ():
+            try:
+                check(sample)
+            except InputError as exc:
+                raise ConfigError(f"suite {suite.name!r}: victim {v.label!r} cannot score the suite's test "
+                                  f"samples ({exc}); change its options (e.g. against: context, or a "
+                                  "baseline for a pairwise judge) or the dataset") from None
+        return metric
+
     built: dict[tuple[str, str], Any] = {}
     for i, suite in enumerate(cfg.suites):
         for v in suite.victims:
             if v.train is not None:
                 continue
-            metric = metrics.load(v.name, **v.options)
-            check = getattr(metric, "check_sample", None)
-            for sample in suite_data[suite.name].test if callable(check) else ():
-                try:
-                    check(sample)
-                except InputError as exc:
-                    raise ConfigError(f"suite {suite.name!r}: victim {v.label!r} cannot score the suite's test "
-                                      f"samples ({exc}); change its options (e.g. against: context, or a "
-                                      "baseline for a pairwise judge) or the dataset") from None
             if i == 0:
-                built[(suite.name, v.label)] = metric
-            del metric
+                built[(suite.name, v.label)] = checked(suite, v)
+            else:  # no reference is left once it returns (its bound check_sample included)
+                checked(suite, v)
     return built
 
 
