@@ -4,8 +4,9 @@ Clean text: the calibration / held-out halves of SummEval references, well-rated
 DailyDialog-Zhao replies and USR ground truth (``robusteval.detectors.clean``). Adversarial
 text: the changed texts of attack-runner result folders (``--attack-results``, repeatable).
 For each attack family the joint guard (``robusteval.detectors.joint``) is fitted without it,
-calibrated to ``--target-fpr`` on the clean calibration half, and tested on it; the
-per-detector guard (every detector at target / k, calibrated on the same half) is the baseline.
+calibrated to ``--target-fpr`` on the clean calibration half -- its threshold read in-sample
+and cross-fitted by conversation, both reported -- and tested on it; the per-detector guard
+(every detector at target / k, calibrated on the same half) is the baseline.
 Every rate has its 95 % interval, resampling conversations (a clean set's document or context,
 an attacked text's dataset and context), Wilson's where each conversation has one text.
 
@@ -47,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     names = args.detectors or detectors.names()
     dets = [detectors.load(n, **OPTIONS.get(n, {})) for n in names]
     sigs = [d.identity() for d in dets]
-    cal = [s for c in CLEAN for s in load_clean(c, "calibration", root)]
+    cal_sets = {c: load_clean(c, "calibration", root) for c in CLEAN}
+    cal = [s for c in CLEAN for s in cal_sets[c]]
+    cal_keys = [scoped(c, s.conversation_key()) for c in CLEAN for s in cal_sets[c]]
     held_sets = {c: load_clean(c, "heldout", root) for c in CLEAN}
     held = [s for c in CLEAN for s in held_sets[c]]
     held_keys = [scoped(c, s.conversation_key()) for c in CLEAN for s in held_sets[c]]
@@ -66,22 +69,33 @@ def main(argv: list[str] | None = None) -> int:
     x_adv = joint.features_of(dets, [s for _, s in attacked])
     per = args.target_fpr / len(dets)
     thr = np.array([threshold_for(x_cal[:, k], per) for k in range(len(dets))])
-    lofo = joint.leave_one_family_out(x_cal, x_held, {f: x_adv[idx] for f, idx in families.items()},
-                                      args.target_fpr, names, sigs, held_keys, keys_of)
-    print(f"clean: {len(cal)} calibration, {len(held)} held-out texts; {len(attacked)} adversarial texts; "
-          f"target FPR {100 * args.target_fpr:g} %")
+    by_family = {f: x_adv[idx] for f, idx in families.items()}
+    # the joint guard's threshold read in-sample (the fitted model's scores on its own clean
+    # texts) and cross-fitted (out-of-fold scores, folds by conversation): same features, same fits
+    lofo = {"in-sample": joint.leave_one_family_out(x_cal, x_held, by_family, args.target_fpr, names, sigs,
+                                                    held_keys, keys_of),
+            "cross-fitted": joint.leave_one_family_out(x_cal, x_held, by_family, args.target_fpr, names, sigs,
+                                                       held_keys, keys_of, cal_clusters=cal_keys)}
+    print(f"clean: {len(cal)} calibration texts ({len(set(cal_keys))} conversations), {len(held)} held-out texts; "
+          f"{len(attacked)} adversarial texts; target FPR {100 * args.target_fpr:g} %")
     print(f"per-detector guard FPR on the held-out half: {pct(flag_rate((x_held >= thr).any(axis=1), held_keys))}\n")
-    print("| family (held out of the joint fit) | n | per-detector guard (target / k) | joint guard | "
-          "joint FPR (held-out clean) |")
-    print("|---|---|---|---|---|")
+    print("| family (held out of the joint fit) | n | per-detector guard (target / k) | joint, in-sample threshold: "
+          "detection | its FPR (held-out clean) | joint, cross-fitted threshold: detection | "
+          "its FPR (held-out clean) |")
+    print("|---|---|---|---|---|---|---|")
     for f, idx in sorted(families.items()):
         base = flag_rate((x_adv[idx] >= thr).any(axis=1), keys_of[f])
-        j = lofo.get(f)
-        cells = (pct(j["detection"]), pct(j["fpr"])) if j else ("n/a", "n/a")
-        print(f"| {f} | {len(idx)} | {pct(base)} | {cells[0]} | {cells[1]} |")
+        cells = []
+        for how in ("in-sample", "cross-fitted"):
+            j = lofo[how].get(f)
+            cells += [pct(j["detection"]), pct(j["fpr"])] if j else ["n/a", "n/a"]
+        print(f"| {f} | {len(idx)} | {pct(base)} | " + " | ".join(cells) + " |")
+    print("\nthresholds (in-sample / cross-fitted): " + ", ".join(
+        f"{f} {lofo['in-sample'][f]['threshold']:.4f} / {lofo['cross-fitted'][f]['threshold']:.4f}"
+        for f in sorted(lofo["cross-fitted"])))
     if args.save:
         params = joint.fit(np.concatenate([x_cal, x_adv]), np.r_[np.zeros(len(x_cal)), np.ones(len(x_adv))],
-                           x_cal, args.target_fpr, names, sigs)
+                           x_cal, args.target_fpr, names, sigs, clean_groups=cal_keys)
         joint.save(params, args.save)
         print(f"\nwrote {args.save}: coefficients " + ", ".join(
             f"{n} {c:+.2f}" for n, c in zip(names, params["coef"], strict=True)))

@@ -8,6 +8,13 @@ features) over the k suspicions, fitted on adversarial texts (label 1) against t
 calibration half of the clean sets (label 0), and one threshold on its output chosen so that at
 most ``target_fpr`` of the clean calibration texts are flagged.
 
+The threshold is *cross-fitted* when the clean texts' conversations are given (``clean_groups``):
+the clean calibration texts are split into folds by conversation, each fold is scored by a model
+fitted without it, and the threshold is read from those out-of-fold scores. A threshold read
+from the model's scores on the very texts it was fitted on (the in-sample threshold, also
+recorded) sits where the fit pushed its own clean texts down, and on the conversation halves it
+flagged 1.6-3.0 % of unseen clean conversations at a 1 % budget (BENCHMARKS §9c).
+
 Its detection on attacks it never saw is measured *leave one family out*
 (:func:`leave_one_family_out`): for each attack family, the model is refitted and recalibrated
 without that family's texts and tested on them; the false-positive rate is measured on the
@@ -35,26 +42,79 @@ from robusteval.types import Sample
 FORMAT = "robusteval.joint-guard/1"
 
 
-def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray, target_fpr: float,
-        names: Sequence[str], signatures: Sequence[str], seed: int = 0) -> dict[str, Any]:
-    """A logistic regression on ``features`` [n, k] (``labels`` 1 = adversarial) and its
-    threshold: the smallest one flagging at most ``target_fpr`` of ``clean_calibration`` [m, k]."""
-    from robusteval.detectors.calibrate import threshold_for
+FOLDS = 5  # clean calibration folds (by conversation) for the cross-fitted threshold
+
+
+def _logistic(x: np.ndarray, y: np.ndarray, seed: int) -> dict[str, Any]:
+    """Standardization and a balanced logistic regression on ``x`` [n, k], ``y`` (1 = adversarial)."""
     from sklearn.linear_model import LogisticRegression
+
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    model = LogisticRegression(class_weight="balanced", max_iter=2000, random_state=seed)
+    model.fit((x - mean) / std, y)
+    return {"mean": mean.tolist(), "std": std.tolist(), "coef": model.coef_[0].tolist(),
+            "intercept": float(model.intercept_[0])}
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, clean_groups: Sequence[str], folds: int = FOLDS,
+                seed: int = 0) -> tuple[np.ndarray, int]:
+    """The joint suspicion of each clean row of ``x`` (``y == 0``, in order) under a model fitted
+    without its fold: the clean rows are split into ``folds`` folds by conversation
+    (scikit-learn's ``GroupKFold``: a conversation is never on both sides), every adversarial row
+    is in every fit. Returns the scores and the number of folds used (fewer where there are
+    fewer conversations; 0, and no scores, with fewer than two)."""
+    from sklearn.model_selection import GroupKFold
+
+    clean = np.flatnonzero(y == 0)
+    groups = np.asarray(list(clean_groups), dtype=object)
+    if len(groups) != len(clean):
+        raise RobustevalError(f"clean_groups names {len(groups)} conversations for {len(clean)} clean texts")
+    k = min(folds, len(set(groups.tolist())))
+    if k < 2:
+        return np.zeros(0), 0
+    adversarial = np.flatnonzero(y == 1)
+    scores = np.empty(len(clean))
+    for train, test in GroupKFold(n_splits=k).split(clean, groups=groups):
+        rows = np.r_[clean[train], adversarial]
+        scores[test] = predict(_logistic(x[rows], y[rows], seed), x[clean[test]])
+    return scores, k
+
+
+def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray, target_fpr: float,
+        names: Sequence[str], signatures: Sequence[str], seed: int = 0,
+        clean_groups: Sequence[str] | None = None, folds: int = FOLDS) -> dict[str, Any]:
+    """A logistic regression on ``features`` [n, k] (``labels`` 1 = adversarial) and its
+    threshold: the smallest one flagging at most ``target_fpr`` of the clean calibration texts.
+
+    With ``clean_groups`` (the conversation of each clean row of ``features``, which must then be
+    ``clean_calibration``), the threshold is read from out-of-fold scores (:func:`out_of_fold`);
+    without, from the fitted model's own scores on ``clean_calibration`` (in-sample). Both are
+    recorded under ``calibration``."""
+    from robusteval.detectors.calibrate import threshold_for
 
     x = np.asarray(features, dtype=float)
     y = np.asarray(labels, dtype=int)
     if len(set(y.tolist())) != 2:
         raise RobustevalError("the joint guard needs both clean (0) and adversarial (1) texts to fit")
-    mean, std = x.mean(axis=0), x.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    model = LogisticRegression(class_weight="balanced", max_iter=2000, random_state=seed)
-    model.fit((x - mean) / std, y)
     params = {"format": FORMAT, "detectors": list(names), "signatures": list(signatures),
-              "mean": mean.tolist(), "std": std.tolist(), "coef": model.coef_[0].tolist(),
-              "intercept": float(model.intercept_[0]), "target_fpr": target_fpr, "threshold": 1.0,
+              **_logistic(x, y, seed), "target_fpr": target_fpr, "threshold": 1.0,
               "n_train": {"clean": int((y == 0).sum()), "adversarial": int((y == 1).sum())}}
-    params["threshold"] = threshold_for(predict(params, clean_calibration), target_fpr)
+    in_sample = threshold_for(predict(params, clean_calibration), target_fpr)
+    calibration: dict[str, Any] = {"method": "in-sample", "in_sample_threshold": in_sample}
+    if clean_groups is not None:
+        if not np.array_equal(x[y == 0], np.asarray(clean_calibration, dtype=float)):
+            raise RobustevalError("cross-fitting needs the clean rows of features to be clean_calibration")
+        scores, k = out_of_fold(x, y, clean_groups, folds, seed)
+        if k:
+            calibration = {**calibration, "method": "cross-fitted", "folds": k,
+                           "conversations": len(set(clean_groups))}
+            params["threshold"] = threshold_for(scores, target_fpr)
+        else:
+            calibration["note"] = "fewer than two conversations: the in-sample threshold is used"
+    if calibration["method"] == "in-sample":
+        params["threshold"] = in_sample
+    params["calibration"] = calibration
     return params
 
 
@@ -68,12 +128,14 @@ def predict(params: dict[str, Any], features: np.ndarray) -> np.ndarray:
 def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks: dict[str, np.ndarray],
                          target_fpr: float, names: Sequence[str], signatures: Sequence[str],
                          held_clusters: Sequence[str] | None = None,
-                         attack_clusters: dict[str, Sequence[str]] | None = None) -> dict[str, Any]:
+                         attack_clusters: dict[str, Sequence[str]] | None = None,
+                         cal_clusters: Sequence[str] | None = None) -> dict[str, Any]:
     """Per family F: fit on the clean calibration texts and every family but F, then the
     detection rate on F and the false-positive rate on the held-out clean texts, each with its
     interval (:func:`robusteval.stats.flag_rate`), resampling ``held_clusters`` (each held-out
     text's conversation) and ``attack_clusters[F]`` (each attacked text's dataset and context)
-    where given: texts of one conversation are not independent."""
+    where given: texts of one conversation are not independent. With ``cal_clusters`` (each
+    calibration text's conversation) the threshold is cross-fitted (:func:`fit`)."""
     from robusteval.stats import flag_rate
 
     out: dict[str, Any] = {}
@@ -83,11 +145,12 @@ def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks:
             continue
         adv = np.concatenate(others)
         params = fit(np.concatenate([clean_cal, adv]), np.r_[np.zeros(len(clean_cal)), np.ones(len(adv))],
-                     clean_cal, target_fpr, names, signatures)
+                     clean_cal, target_fpr, names, signatures, clean_groups=cal_clusters)
         out[family] = {"detection": flag_rate(predict(params, attacks[family]) >= params["threshold"],
                                               (attack_clusters or {}).get(family)),
                        "fpr": flag_rate(predict(params, clean_held) >= params["threshold"], held_clusters),
-                       "threshold": params["threshold"], "coef": dict(zip(names, params["coef"], strict=True))}
+                       "threshold": params["threshold"], "calibration": params["calibration"],
+                       "coef": dict(zip(names, params["coef"], strict=True))}
     return out
 
 

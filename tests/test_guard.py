@@ -297,6 +297,45 @@ def test_leave_one_family_out_never_fits_on_the_family_it_tests() -> None:
         joint.fit(clean, np.zeros(300), clean, 0.01, ["x", "y"], ["", ""])
 
 
+def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
+    """With the clean texts' conversations, each clean calibration text is scored by a model
+    fitted without its whole conversation (and the rest of its fold), and the threshold is read
+    from those out-of-fold scores; the in-sample threshold is recorded beside it. With one
+    conversation there is nothing to cross-fit: the in-sample threshold, said so."""
+    from robusteval.detectors import joint
+    from robusteval.detectors.calibrate import threshold_for
+
+    rng = np.random.default_rng(2)
+    clean = rng.uniform(0.0, 0.4, size=(120, 2))
+    adv = np.c_[rng.uniform(0.3, 1.0, 60), rng.uniform(0.0, 0.5, 60)]
+    x, y = np.r_[clean, adv], np.r_[np.zeros(120), np.ones(60)]
+    groups = [f"c{i % 12}" for i in range(120)]  # 12 conversations, interleaved
+    scores, k = joint.out_of_fold(x, y, groups, folds=4)
+    assert k == 4 and scores.shape == (120,)
+    from sklearn.model_selection import GroupKFold
+
+    # rebuild the model that scored each fold: fitted on the other folds' clean rows and every attack
+    for train, test in GroupKFold(n_splits=4).split(clean, groups=groups):
+        assert not {groups[j] for j in train} & {groups[j] for j in test}
+        rows = np.r_[train, np.arange(120, 180)]
+        expected = joint.predict(joint._logistic(x[rows], y[rows], 0), clean[test])
+        assert np.allclose(scores[test], expected)
+    params = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=groups, folds=4)
+    assert params["threshold"] == threshold_for(scores, 0.05)
+    assert np.mean(scores >= params["threshold"]) <= 0.05
+    insample = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""])
+    assert params["calibration"] == {"method": "cross-fitted", "folds": 4, "conversations": 12,
+                                     "in_sample_threshold": insample["threshold"]}
+    assert insample["calibration"] == {"method": "in-sample", "in_sample_threshold": insample["threshold"]}
+    assert params["coef"] == insample["coef"]  # the model itself is fitted on everything either way
+    one = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=["same"] * 120)
+    assert one["threshold"] == insample["threshold"] and "fewer than two" in one["calibration"]["note"]
+    with pytest.raises(RobustevalError, match="12 conversations for 120"):
+        joint.out_of_fold(x, y, groups[:12])
+    with pytest.raises(RobustevalError, match="clean rows of features"):
+        joint.fit(x, y, clean[:60], 0.05, ["x", "y"], ["", ""], clean_groups=groups)
+
+
 def test_joint_guard_file_errors_name_the_file(tmp_path) -> None:
     bad = tmp_path / "j.json"
     bad.write_text('{"format": "something else"}')
