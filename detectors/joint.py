@@ -10,10 +10,12 @@ most ``target_fpr`` of the clean calibration texts are flagged.
 
 The threshold is *cross-fitted* when the clean texts' conversations are given (``clean_groups``):
 the clean calibration texts are split into folds by conversation, each fold is scored by a model
-fitted without it, and the threshold is read from those out-of-fold scores. A threshold read
-from the model's scores on the very texts it was fitted on (the in-sample threshold, also
-recorded) sits where the fit pushed its own clean texts down, and on the conversation halves it
-flagged 1.6-3.0 % of unseen clean conversations at a 1 % budget (BENCHMARKS §9c).
+fitted without its clean texts (every adversarial text is in every fit), and the threshold is
+read from those out-of-fold scores, then applied to the model fitted on everything -- a
+heuristic, not a guarantee. The in-sample threshold (read from the final model's scores on the
+clean texts it was fitted against) is recorded beside it. In-sample, on the conversation halves,
+the guard flagged 1.6-3.0 % of the held-out clean texts at a 1 % budget in four of five
+leave-one-family-out fits; cross-fitted, 0.8-2.0 % (BENCHMARKS §9c).
 
 Its detection on attacks it never saw is measured *leave one family out*
 (:func:`leave_one_family_out`): for each attack family, the model is refitted and recalibrated
@@ -66,11 +68,19 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, clean_groups: Sequence[str], folds
     fewer conversations; 0, and no scores, with fewer than two)."""
     from sklearn.model_selection import GroupKFold
 
+    if folds < 2:
+        raise ValueError(f"cross-fitting needs at least 2 folds, got {folds}")
     clean = np.flatnonzero(y == 0)
-    groups = np.asarray(list(clean_groups), dtype=object)
-    if len(groups) != len(clean):
-        raise RobustevalError(f"clean_groups names {len(groups)} conversations for {len(clean)} clean texts")
-    k = min(folds, len(set(groups.tolist())))
+    keys = list(clean_groups)  # any hashable keys (str, tuples); GroupKFold gets integer codes
+    if len(keys) != len(clean):
+        raise RobustevalError(f"clean_groups names {len(keys)} conversations for {len(clean)} clean texts")
+    try:  # in sorted order, as GroupKFold orders string groups itself: the same folds either way
+        distinct = sorted(set(keys))
+    except TypeError:  # keys of mixed types: in order of first appearance
+        distinct = list(dict.fromkeys(keys))
+    code = {g: i for i, g in enumerate(distinct)}
+    groups = np.array([code[g] for g in keys], dtype=int)
+    k = min(folds, len(code))
     if k < 2:
         return np.zeros(0), 0
     adversarial = np.flatnonzero(y == 1)
@@ -103,12 +113,13 @@ def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray,
     in_sample = threshold_for(predict(params, clean_calibration), target_fpr)
     calibration: dict[str, Any] = {"method": "in-sample", "in_sample_threshold": in_sample}
     if clean_groups is not None:
+        groups = list(clean_groups)  # read once: an iterator would be spent by the folds
         if not np.array_equal(x[y == 0], np.asarray(clean_calibration, dtype=float)):
             raise RobustevalError("cross-fitting needs the clean rows of features to be clean_calibration")
-        scores, k = out_of_fold(x, y, clean_groups, folds, seed)
+        scores, k = out_of_fold(x, y, groups, folds, seed)
         if k:
             calibration = {**calibration, "method": "cross-fitted", "folds": k,
-                           "conversations": len(set(clean_groups))}
+                           "conversations": len(set(groups))}
             params["threshold"] = threshold_for(scores, target_fpr)
         else:
             calibration["note"] = "fewer than two conversations: the in-sample threshold is used"

@@ -299,9 +299,11 @@ def test_leave_one_family_out_never_fits_on_the_family_it_tests() -> None:
 
 def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
     """With the clean texts' conversations, each clean calibration text is scored by a model
-    fitted without its whole conversation (and the rest of its fold), and the threshold is read
-    from those out-of-fold scores; the in-sample threshold is recorded beside it. With one
-    conversation there is nothing to cross-fit: the in-sample threshold, said so."""
+    fitted without the clean texts of its conversation (and the rest of its fold; every attack
+    text is in every fit), and the threshold is read from those out-of-fold scores; the
+    in-sample threshold is recorded beside it. The clean rows are found wherever they are in
+    the features, and any hashable conversation keys work. With one conversation there is
+    nothing to cross-fit: the in-sample threshold, said so."""
     from robusteval.detectors import joint
     from robusteval.detectors.calibrate import threshold_for
 
@@ -309,7 +311,9 @@ def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
     clean = rng.uniform(0.0, 0.4, size=(120, 2))
     adv = np.c_[rng.uniform(0.3, 1.0, 60), rng.uniform(0.0, 0.5, 60)]
     x, y = np.r_[clean, adv], np.r_[np.zeros(120), np.ones(60)]
-    groups = [f"c{i % 12}" for i in range(120)]  # 12 conversations, interleaved
+    # 12 conversations, interleaved; out_of_fold codes them in sorted order, so GroupKFold on the
+    # names themselves (below) makes the same folds
+    groups = [f"c{i % 12}" for i in range(120)]
     scores, k = joint.out_of_fold(x, y, groups, folds=4)
     assert k == 4 and scores.shape == (120,)
     from sklearn.model_selection import GroupKFold
@@ -320,7 +324,15 @@ def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
         rows = np.r_[train, np.arange(120, 180)]
         expected = joint.predict(joint._logistic(x[rows], y[rows], 0), clean[test])
         assert np.allclose(scores[test], expected)
-    params = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=groups, folds=4)
+    # attacks first and the conversations as tuples: the same clean rows, the same folds, the same scores
+    shuffled, _ = joint.out_of_fold(np.r_[adv, clean], np.r_[np.ones(60), np.zeros(120)],
+                                    [("d", g) for g in groups], folds=4)
+    assert np.allclose(shuffled, scores, atol=1e-6)
+    mixed, _ = joint.out_of_fold(x, y, [i % 12 if i % 2 else str(i % 12) for i in range(120)], folds=4)
+    assert mixed.shape == (120,)  # keys of mixed types are coded in order of first appearance
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        joint.out_of_fold(x, y, groups, folds=1)
+    params = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=iter(groups), folds=4)
     assert params["threshold"] == threshold_for(scores, 0.05)
     assert np.mean(scores >= params["threshold"]) <= 0.05
     insample = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""])

@@ -618,6 +618,8 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[
     the run builds each again just before its suite, so the models of every suite are never in
     memory at once (a second load costs seconds; several suites of large models could exhaust
     the memory)."""
+    import gc
+
     from robusteval import metrics
     from robusteval.config.parsing import ConfigError
 
@@ -642,6 +644,7 @@ def check_victims(cfg: CompareConfig, suite_data: dict[str, SuiteData]) -> dict[
                 built[(suite.name, v.label)] = checked(suite, v)
             else:  # no reference is left once it returns (its bound check_sample included)
                 checked(suite, v)
+                gc.collect()  # a model held in reference cycles goes now, before the next loads
     return built
 
 
