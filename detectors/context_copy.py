@@ -128,7 +128,7 @@ class ContextCopy(Detector):
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
     # 2: words with their combining marks; no word containment for 1-2 words. 3: tokenization
-    # ignored. 4: every apostrophe read as "'", long French elisions joined
+    # ignored. 4: apostrophe-like characters read as "'", long and spaced French elisions joined
     version: ClassVar[int] = 4
     reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
