@@ -5,14 +5,16 @@ DailyDialog-Zhao replies and USR ground truth (``robusteval.detectors.clean``). 
 text: the changed texts of attack-runner result folders (``--attack-results``, repeatable).
 For each attack family the joint guard (``robusteval.detectors.joint``) is fitted without it,
 calibrated to ``--target-fpr`` on the clean calibration half -- its threshold read in-sample
-and cross-fitted by conversation, both reported -- and tested on it; the per-detector guard
-(every detector at target / k, calibrated on the same half) is the baseline.
+and cross-fitted by conversation, both reported, and with ``--confidence`` a third, cross-fitted
+with the FPR's upper bound held to the target (``threshold_for``) -- and tested on it; the
+per-detector guard (every detector at target / k, calibrated on the same half, bounded too with
+``--confidence``) is the baseline.
 Every rate has its 95 % interval, resampling conversations (a clean set's document or context,
 an attacked text's dataset and context), Wilson's where each conversation has one text.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/joint_guard.py \\
         --attack-results runs/ss-attacks/summary --attack-results runs/ss-attacks/dialogue \\
-        [--save runs/joint.json]
+        [--confidence 0.95] [--save runs/joint.json]
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attack-results", action="append", required=True)
     ap.add_argument("--target-fpr", type=float, default=0.01)
+    ap.add_argument("--confidence", type=float, default=None,
+                    help="also bound each FPR at this confidence (Clopper-Pearson), e.g. 0.95")
     ap.add_argument("--detectors", nargs="*", default=None, help="default: every listed detector")
     ap.add_argument("--save", help="write the joint model fitted on every family here (JSON)")
     args = ap.parse_args(argv)
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     x_cal, x_held = joint.features_of(dets, cal), joint.features_of(dets, held)
     x_adv = joint.features_of(dets, [s for _, s in attacked])
     per = args.target_fpr / len(dets)
-    thr = np.array([threshold_for(x_cal[:, k], per) for k in range(len(dets))])
+    thr = np.array([threshold_for(x_cal[:, k], per, args.confidence) for k in range(len(dets))])
     by_family = {f: x_adv[idx] for f, idx in families.items()}
     # the joint guard's threshold read in-sample (the fitted model's scores on its own clean
     # texts) and cross-fitted (out-of-fold scores, folds by conversation): same features, same fits
@@ -76,26 +80,30 @@ def main(argv: list[str] | None = None) -> int:
                                                     held_keys, keys_of),
             "cross-fitted": joint.leave_one_family_out(x_cal, x_held, by_family, args.target_fpr, names, sigs,
                                                        held_keys, keys_of, cal_clusters=cal_keys)}
+    if args.confidence is not None:
+        lofo[f"bounded at {args.confidence:g}"] = joint.leave_one_family_out(
+            x_cal, x_held, by_family, args.target_fpr, names, sigs, held_keys, keys_of, cal_clusters=cal_keys,
+            confidence=args.confidence)
     print(f"clean: {len(cal)} calibration texts ({len(set(cal_keys))} conversations), {len(held)} held-out texts; "
           f"{len(attacked)} adversarial texts; target FPR {100 * args.target_fpr:g} %")
-    print(f"per-detector guard FPR on the held-out half: {pct(flag_rate((x_held >= thr).any(axis=1), held_keys))}\n")
-    print("| family (held out of the joint fit) | n | per-detector guard (target / k) | joint, in-sample threshold: "
-          "detection | its FPR (held-out clean) | joint, cross-fitted threshold: detection | "
-          "its FPR (held-out clean) |")
-    print("|---|---|---|---|---|---|---|")
+    bounded = "" if args.confidence is None else f", bounded at {args.confidence:g}"
+    print(f"per-detector guard{bounded} FPR on the held-out half: "
+          f"{pct(flag_rate((x_held >= thr).any(axis=1), held_keys))}\n")
+    print(f"| family (held out of the joint fit) | n | per-detector guard (target / k{bounded}) | " + " | ".join(
+        f"joint, {how} threshold: detection | its FPR (held-out clean)" for how in lofo) + " |")
+    print("|---|---|---|" + "---|---|" * len(lofo))
     for f, idx in sorted(families.items()):
         base = flag_rate((x_adv[idx] >= thr).any(axis=1), keys_of[f])
         cells = []
-        for how in ("in-sample", "cross-fitted"):
+        for how in lofo:
             j = lofo[how].get(f)
             cells += [pct(j["detection"]), pct(j["fpr"])] if j else ["n/a", "n/a"]
         print(f"| {f} | {len(idx)} | {pct(base)} | " + " | ".join(cells) + " |")
-    print("\nthresholds (in-sample / cross-fitted): " + ", ".join(
-        f"{f} {lofo['in-sample'][f]['threshold']:.4f} / {lofo['cross-fitted'][f]['threshold']:.4f}"
-        for f in sorted(lofo["cross-fitted"])))
+    print(f"\nthresholds ({' / '.join(lofo)}): " + ", ".join(
+        f"{f} " + " / ".join(f"{lofo[how][f]['threshold']:.4f}" for how in lofo) for f in sorted(lofo["cross-fitted"])))
     if args.save:
         params = joint.fit(np.concatenate([x_cal, x_adv]), np.r_[np.zeros(len(x_cal)), np.ones(len(x_adv))],
-                           x_cal, args.target_fpr, names, sigs, clean_groups=cal_keys)
+                           x_cal, args.target_fpr, names, sigs, clean_groups=cal_keys, confidence=args.confidence)
         joint.save(params, args.save)
         print(f"\nwrote {args.save}: coefficients " + ", ".join(
             f"{n} {c:+.2f}" for n, c in zip(names, params["coef"], strict=True)))

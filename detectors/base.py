@@ -213,7 +213,8 @@ def read_thresholds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
 def read_thresholds_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How a thresholds file was calibrated: everything in it but the ``detectors`` table
-    (``target_fpr``, ``combined``, ``per_detector_fpr``, ``clean_sets``, ``clean_split``, ``provenance``)."""
+    (``target_fpr``, ``combined``, ``per_detector_fpr``, ``confidence``, ``clean_sets``, ``clean_split``,
+    ``provenance``)."""
     return {k: v for k, v in _thresholds_file(path).items() if k != "detectors"}
 
 

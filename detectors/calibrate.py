@@ -3,7 +3,9 @@
 ``calibrate``: for each detector, the smallest threshold that flags at most ``target_fpr`` of
 the calibration half of the clean sets. With several detectors combined by a guard (a sample
 is flagged when *any* detector flags it), each detector gets ``combined_fpr / k`` so that the
-union stays within ``combined_fpr`` (Bonferroni). Thresholds go to a JSON file with the
+union stays within ``combined_fpr`` (Bonferroni). With a ``confidence`` each threshold keeps a
+one-sided upper bound on its FPR within the target instead of its point estimate (a correction
+for few calibration texts, :func:`threshold_for`). Thresholds go to a JSON file with the
 detectors' settings, so a threshold is never applied to a detector configured differently.
 
 ``evaluate``: detection rate per attack family (and direction) on the adversarial texts of
@@ -25,26 +27,50 @@ from robusteval.errors import DataFormatError
 from robusteval.types import Sample
 
 
-def threshold_for(suspicion: np.ndarray, target_fpr: float) -> float:
-    """Smallest threshold t with mean(suspicion >= t) <= target_fpr (above 1 if none fits)."""
+def threshold_for(suspicion: np.ndarray, target_fpr: float, confidence: float | None = None) -> float:
+    """Smallest threshold t with mean(suspicion >= t) <= target_fpr (above 1 if none fits).
+
+    With a ``confidence`` (e.g. 0.95) the point estimate is replaced by a bound: t is the
+    smallest threshold whose flagged count k on the n calibration values has a one-sided
+    Clopper-Pearson upper bound (:func:`robusteval.stats.binomial_upper`) of at most
+    ``target_fpr``, so a new text from the same population is flagged at a rate above the target
+    only with probability ``1 - confidence``. Where even k = 0 cannot be bounded that tightly
+    (n below about ln(1 / (1 - confidence)) / target_fpr) the threshold flags none of the values,
+    the strictest there is. The bound treats the values as independent draws; texts that share a
+    conversation are not, so it is a correction for the size of the calibration set, not a
+    guarantee across conversations."""
     s = np.sort(np.asarray(suspicion, dtype=float))[::-1]
-    allowed = math.floor(target_fpr * len(s) + 1e-9)
     if len(s) == 0:
         return 1.0
+    allowed = math.floor(target_fpr * len(s) + 1e-9) if confidence is None else _bounded(len(s), target_fpr, confidence)
     if allowed >= len(s):
         return float(s[-1])
     # flag the `allowed` largest values at most: the threshold sits just above s[allowed]
     return float(np.nextafter(s[allowed], np.inf))
 
 
-def _entry(d: Detector, values: np.ndarray, per: float, floor_at_default: bool = False) -> dict[str, Any]:
-    """One detector's calibrated threshold on ``values`` (its suspicions on clean text)."""
-    from robusteval.stats import flag_rate
+def _bounded(n: int, target_fpr: float, confidence: float) -> int:
+    """The largest k whose upper bound at ``confidence`` is at most ``target_fpr`` (0 if none)."""
+    from robusteval.stats import binomial_upper
 
-    raw = threshold_for(values, per)
+    k = 0
+    while k < n and binomial_upper(k + 1, n, confidence) <= target_fpr:
+        k += 1
+    return k
+
+
+def _entry(d: Detector, values: np.ndarray, per: float, floor_at_default: bool = False,
+           confidence: float | None = None) -> dict[str, Any]:
+    """One detector's calibrated threshold on ``values`` (its suspicions on clean text); with a
+    ``confidence``, also the upper bound on its FPR that the threshold was chosen to keep."""
+    from robusteval.stats import binomial_upper, flag_rate
+
+    raw = threshold_for(values, per, confidence)
     t = max(raw, d.default_threshold) if floor_at_default else raw
     entry = {"threshold": t, "signature": d.identity(), "target_fpr": per,
              "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(values), "never_fires": t > 1.0}
+    if confidence is not None:
+        entry["fpr_upper_bound"] = binomial_upper(int(np.sum(values >= t)), len(values), confidence)
     return {**entry, "calibrated": raw} if floor_at_default else entry
 
 
@@ -60,22 +86,23 @@ def _per_detector(detectors: Sequence[Detector], target_fpr: float, combined: bo
 
 def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
               combined: bool = True, log: Any = None,
-              suspicions: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+              suspicions: dict[str, np.ndarray] | None = None, confidence: float | None = None) -> dict[str, Any]:
     """Thresholds per detector fitted on ``clean`` (set name -> samples); ``suspicions`` (per
-    detector, in the order of the samples) when the caller has them already."""
+    detector, in the order of the samples) when the caller has them already; ``confidence``:
+    bound each detector's FPR instead of estimating it (:func:`threshold_for`)."""
     per = _per_detector(detectors, target_fpr, combined)
     samples = [s for group in clean.values() for s in group]
     susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
-    table = {d.name: {**_entry(d, susp[d.name], per), "report": d.report()} for d in detectors}
+    table = {d.name: {**_entry(d, susp[d.name], per, confidence=confidence), "report": d.report()} for d in detectors}
     from robusteval.detectors.clean import CLEAN_SPLIT
 
-    return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per,
+    return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per, "confidence": confidence,
             "clean_sets": {k: len(v) for k, v in clean.items()}, "clean_split": CLEAN_SPLIT, "detectors": table}
 
 
 def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
                      combined: bool = True, log: Any = None, min_n: int = 50,
-                     floor_at_default: bool = False) -> dict[str, Any]:
+                     floor_at_default: bool = False, confidence: float | None = None) -> dict[str, Any]:
     """:func:`calibrate` per group (task and detected response language,
     :func:`robusteval.detectors.defaults.group_of`) of the clean samples, for groups of at
     least ``min_n`` samples; ``detectors`` is the table pooled over every group. Each detector
@@ -91,7 +118,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     per = _per_detector(detectors, target_fpr, combined)
     samples = [s for group in clean.values() for s in group]
     susp = _suspicions(detectors, samples, log)
-    pooled = calibrate(detectors, clean, target_fpr, combined=combined, suspicions=susp)
+    pooled = calibrate(detectors, clean, target_fpr, combined=combined, suspicions=susp, confidence=confidence)
     members: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         members.setdefault(group_of(s), []).append(i)
@@ -102,8 +129,8 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
         if len(idx) < min_n:
             small[g] = len(idx)
             continue
-        groups[g] = {"n": len(idx), "detectors": {d.name: _entry(d, susp[d.name][idx], per, floor_at_default)
-                                                   for d in detectors}}
+        groups[g] = {"n": len(idx), "detectors": {d.name: _entry(d, susp[d.name][idx], per, floor_at_default,
+                                                                 confidence) for d in detectors}}
     return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n,
             "floor_at_default": floor_at_default}
 

@@ -93,9 +93,12 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, clean_groups: Sequence[str], folds
 
 def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray, target_fpr: float,
         names: Sequence[str], signatures: Sequence[str], seed: int = 0,
-        clean_groups: Sequence[str] | None = None, folds: int = FOLDS) -> dict[str, Any]:
+        clean_groups: Sequence[str] | None = None, folds: int = FOLDS,
+        confidence: float | None = None) -> dict[str, Any]:
     """A logistic regression on ``features`` [n, k] (``labels`` 1 = adversarial) and its
-    threshold: the smallest one flagging at most ``target_fpr`` of the clean calibration texts.
+    threshold: the smallest one flagging at most ``target_fpr`` of the clean calibration texts
+    (with a ``confidence``: whose upper bound on that rate is at most ``target_fpr``,
+    :func:`robusteval.detectors.calibrate.threshold_for`).
 
     With ``clean_groups`` (the conversation of each clean row of ``features``, which must then be
     ``clean_calibration``), the threshold is read from out-of-fold scores (:func:`out_of_fold`);
@@ -110,8 +113,8 @@ def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray,
     params = {"format": FORMAT, "detectors": list(names), "signatures": list(signatures),
               **_logistic(x, y, seed), "target_fpr": target_fpr, "threshold": 1.0,
               "n_train": {"clean": int((y == 0).sum()), "adversarial": int((y == 1).sum())}}
-    in_sample = threshold_for(predict(params, clean_calibration), target_fpr)
-    calibration: dict[str, Any] = {"method": "in-sample", "in_sample_threshold": in_sample}
+    in_sample = threshold_for(predict(params, clean_calibration), target_fpr, confidence)
+    calibration: dict[str, Any] = {"method": "in-sample", "in_sample_threshold": in_sample, "confidence": confidence}
     if clean_groups is not None:
         groups = list(clean_groups)  # read once: an iterator would be spent by the folds
         if not np.array_equal(x[y == 0], np.asarray(clean_calibration, dtype=float)):
@@ -120,7 +123,7 @@ def fit(features: np.ndarray, labels: np.ndarray, clean_calibration: np.ndarray,
         if k:
             calibration = {**calibration, "method": "cross-fitted", "folds": k,
                            "conversations": len(set(groups))}
-            params["threshold"] = threshold_for(scores, target_fpr)
+            params["threshold"] = threshold_for(scores, target_fpr, confidence)
         else:
             calibration["note"] = "fewer than two conversations: the in-sample threshold is used"
     if calibration["method"] == "in-sample":
@@ -140,13 +143,15 @@ def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks:
                          target_fpr: float, names: Sequence[str], signatures: Sequence[str],
                          held_clusters: Sequence[str] | None = None,
                          attack_clusters: dict[str, Sequence[str]] | None = None,
-                         cal_clusters: Sequence[str] | None = None) -> dict[str, Any]:
+                         cal_clusters: Sequence[str] | None = None,
+                         confidence: float | None = None) -> dict[str, Any]:
     """Per family F: fit on the clean calibration texts and every family but F, then the
     detection rate on F and the false-positive rate on the held-out clean texts, each with its
     interval (:func:`robusteval.stats.flag_rate`), resampling ``held_clusters`` (each held-out
     text's conversation) and ``attack_clusters[F]`` (each attacked text's dataset and context)
     where given: texts of one conversation are not independent. With ``cal_clusters`` (each
-    calibration text's conversation) the threshold is cross-fitted (:func:`fit`)."""
+    calibration text's conversation) the threshold is cross-fitted, with ``confidence`` bounded
+    (:func:`fit`)."""
     from robusteval.stats import flag_rate
 
     out: dict[str, Any] = {}
@@ -156,7 +161,7 @@ def leave_one_family_out(clean_cal: np.ndarray, clean_held: np.ndarray, attacks:
             continue
         adv = np.concatenate(others)
         params = fit(np.concatenate([clean_cal, adv]), np.r_[np.zeros(len(clean_cal)), np.ones(len(adv))],
-                     clean_cal, target_fpr, names, signatures, clean_groups=cal_clusters)
+                     clean_cal, target_fpr, names, signatures, clean_groups=cal_clusters, confidence=confidence)
         out[family] = {"detection": flag_rate(predict(params, attacks[family]) >= params["threshold"],
                                               (attack_clusters or {}).get(family)),
                        "fpr": flag_rate(predict(params, clean_held) >= params["threshold"], held_clusters),

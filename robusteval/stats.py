@@ -14,6 +14,9 @@
   two-sample bootstrap interval over each side's clusters.
 * :func:`cluster_bootstrap_indices` — the resampling plan shared by the proportion bootstrap,
   the mean bootstrap and the correlation bootstrap of :mod:`robusteval.metaeval`.
+* :func:`binomial_upper` — a one-sided Clopper-Pearson upper bound on a rate, what a
+  threshold calibrated with a ``confidence`` (:func:`robusteval.detectors.calibrate.threshold_for`)
+  holds its calibration FPR under.
 
 Wilson (1927) is used rather than the normal ("Wald") interval because it stays inside [0, 1]
 and keeps close to its nominal coverage at the small n (8-30 per family) of our tables.
@@ -42,6 +45,21 @@ def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float] | None:
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def binomial_upper(k: int, n: int, confidence: float) -> float:
+    """One-sided Clopper-Pearson upper bound on a rate seen as ``k`` of ``n``: the largest p
+    with P(Binomial(n, p) <= k) >= 1 - confidence, i.e. the ``confidence`` quantile of
+    Beta(k + 1, n - k) (1.0 when k == n or n == 0). For k == 0 it is 1 - (1 - confidence)^(1/n)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0 or k == n:
+        return 1.0
+    from scipy.stats import beta
+
+    return float(beta.ppf(confidence, k + 1, n - k))
 
 
 def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: int) -> list[np.ndarray]:

@@ -210,6 +210,23 @@ def test_calibrate_clean_given_as_a_comma_string_is_a_list() -> None:
     assert cfg.guard.fpr_sets == ["quickstart-references", "quickstart-references"]
 
 
+def test_compare_calibrates_with_the_configured_confidence(tmp_path) -> None:
+    """``guard.calibrate.confidence`` reaches the calibration: the run's thresholds file bounds
+    each FPR at it (and says so); a confidence outside (0, 1) is refused when the config is read."""
+    from robusteval.compare import parse as parse_compare
+    from robusteval.compare.guarding import build_detectors
+    from robusteval.results import JsonlLog
+
+    raw = small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": 0.9})
+    cfg = parse_compare(raw)
+    _, path = build_detectors(cfg, tmp_path, JsonlLog(tmp_path / "s.jsonl", key="key"), None)
+    table = json.loads(Path(str(path)).read_text())
+    assert table["confidence"] == 0.9
+    assert all("fpr_upper_bound" in e for e in table["detectors"].values())
+    with pytest.raises(RobustevalError, match="confidence"):
+        parse_compare(small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": 1.5}))
+
+
 def test_training_specs_keep_colons_that_belong_to_the_dataset(tmp_path) -> None:
     """``NAME[:ASPECT]`` for train/harden data: ``hf:`` names, ``module:attr`` and files keep their
     ':'; an aspect is split off only when the part before it is a dataset (one rule with

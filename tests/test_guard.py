@@ -91,6 +91,58 @@ def test_threshold_for_exact() -> None:
     assert threshold_for(np.ones(5), 0.01) > 1.0  # saturated on clean data: never fires
 
 
+def test_binomial_upper_is_the_one_sided_clopper_pearson_bound() -> None:
+    """The bound u for k of n solves P(Binomial(n, u) <= k) = 1 - confidence; k = 0 has the
+    closed form 1 - (1 - c)^(1/n). A swapped k and n, or k + 1 for k, fails both."""
+    from scipy.stats import binom
+
+    from robusteval.stats import binomial_upper
+
+    assert binomial_upper(0, 300, 0.95) == pytest.approx(1 - 0.05 ** (1 / 300), rel=1e-9)
+    for k, n in ((0, 50), (3, 500), (7, 681), (40, 100)):
+        u = binomial_upper(k, n, 0.9)
+        assert k / n < u < 1 and binom.cdf(k, n, u) == pytest.approx(0.1, abs=1e-9)
+    assert binomial_upper(4, 1000, 0.95) < 0.01 < binomial_upper(5, 1000, 0.95)
+    assert binomial_upper(5, 5, 0.95) == 1.0 and binomial_upper(0, 0, 0.95) == 1.0
+    with pytest.raises(ValueError):
+        binomial_upper(1, 10, 1.0)
+    with pytest.raises(ValueError):
+        binomial_upper(11, 10, 0.95)
+
+
+def test_threshold_for_with_a_confidence_bounds_the_fpr() -> None:
+    """With a confidence the threshold flags the most calibration values whose upper bound stays
+    within the target: 4 of 1,000 at 1 % and 95 % (the point estimate allows 10), none of 200
+    (even 0 of 200 bounds at 1.5 %), and ties are never split."""
+    from robusteval.stats import binomial_upper
+
+    s = np.linspace(0.0, 0.999, 1000)[::-1].copy()
+    t = threshold_for(s, 0.01, 0.95)
+    assert int(np.sum(s >= t)) == 4 and int(np.sum(s >= threshold_for(s, 0.01))) == 10
+    assert binomial_upper(4, 1000, 0.95) <= 0.01 < binomial_upper(5, 1000, 0.95)
+    assert threshold_for(s, 0.01, 0.5) == threshold_for(s, 0.01, 0.5)  # deterministic
+    assert 4 < int(np.sum(s >= threshold_for(s, 0.01, 0.5))) <= 10  # a weaker confidence allows more
+    small = np.linspace(0.0, 0.5, 200)
+    assert int(np.sum(small >= threshold_for(small, 0.01, 0.95))) == 0
+    tied = np.r_[np.full(6, 0.9), np.zeros(994)]
+    assert int(np.sum(tied >= threshold_for(tied, 0.01, 0.95))) == 0  # 6 tied: all or none, and 6 is too many
+
+
+def test_calibrate_with_a_confidence_records_the_bound() -> None:
+    from robusteval.stats import binomial_upper
+
+    # 400 clean texts, 9 with a distinct share of "x": at 1 % the point estimate flags 4, the
+    # bound at 95 % none (1 of 400 bounds at 1.18 %)
+    clean = {"c": [S(i, "x " * max(0, i - 390) + "a " * 20) for i in range(400)]}
+    point = calibrate([HasX()], clean, target_fpr=0.01, combined=False)
+    bound = calibrate([HasX()], clean, target_fpr=0.01, combined=False, confidence=0.95)
+    assert point["confidence"] is None and "fpr_upper_bound" not in point["detectors"]["has_x"]
+    assert point["detectors"]["has_x"]["calibration_fpr"] == 0.01
+    e = bound["detectors"]["has_x"]
+    assert bound["confidence"] == 0.95 and e["calibration_fpr"] == 0.0
+    assert e["fpr_upper_bound"] == binomial_upper(0, 400, 0.95) == pytest.approx(1 - 0.05 ** (1 / 400))
+
+
 def _counts(rate: dict[str, Any]) -> dict[str, Any]:
     """The counts of a rate entry (intervals, if reported, are checked where they are computed)."""
     return {k: rate[k] for k in ("n", "flagged", "rate")}
@@ -337,8 +389,15 @@ def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
     assert np.mean(scores >= params["threshold"]) <= 0.05
     insample = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""])
     assert params["calibration"] == {"method": "cross-fitted", "folds": 4, "conversations": 12,
-                                     "in_sample_threshold": insample["threshold"]}
-    assert insample["calibration"] == {"method": "in-sample", "in_sample_threshold": insample["threshold"]}
+                                     "in_sample_threshold": insample["threshold"], "confidence": None}
+    assert insample["calibration"] == {"method": "in-sample", "in_sample_threshold": insample["threshold"],
+                                       "confidence": None}
+    # with a confidence the same out-of-fold scores give the bounded threshold (0 of 120 flagged
+    # bounds at 2.5 %, 1 at 3.9 %, 2 at 5.2 %: at 5 % and 95 % it may flag 1, the point estimate 6)
+    bounded = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=groups, folds=4, confidence=0.95)
+    assert bounded["threshold"] == threshold_for(scores, 0.05, 0.95) > params["threshold"]
+    assert int(np.sum(scores >= bounded["threshold"])) <= 1
+    assert bounded["calibration"]["confidence"] == 0.95 and bounded["coef"] == params["coef"]
     assert params["coef"] == insample["coef"]  # the model itself is fitted on everything either way
     one = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=["same"] * 120)
     assert one["threshold"] == insample["threshold"] and "fewer than two" in one["calibration"]["note"]

@@ -53,15 +53,17 @@ def run_calibrate(cfg: CalibrateConfig) -> int:
     log = JsonlLog(out / "suspicion.jsonl", key="key", resume=cfg.resume)
     if cfg.by_group:
         table = calibrate_groups(dets, clean, cfg.target_fpr, combined=cfg.combined, log=log, min_n=cfg.min_n,
-                                 floor_at_default=cfg.floor_at_default)
+                                 floor_at_default=cfg.floor_at_default, confidence=cfg.confidence)
     else:
-        table = calibrate(dets, clean, cfg.target_fpr, combined=cfg.combined, log=log)
+        table = calibrate(dets, clean, cfg.target_fpr, combined=cfg.combined, log=log, confidence=cfg.confidence)
     table["provenance"] = provenance(to_dict(cfg))
     write_json(out / "thresholds.json", table)
     for name, entry in table["detectors"].items():
         never = "  (never fires on clean data at this rate)" if entry["never_fires"] else ""
+        bound = (f" (upper bound {100 * entry['fpr_upper_bound']:.2f}% at {100 * cfg.confidence:g} % confidence)"
+                 if "fpr_upper_bound" in entry and cfg.confidence is not None else "")
         print(f"{name:<16} threshold {entry['threshold']:.4g}  calibration FPR "
-              f"{100 * entry['calibration_fpr']:.2f}% of {entry['n']}{never}")
+              f"{100 * entry['calibration_fpr']:.2f}% of {entry['n']}{bound}{never}")
     for group, entry in (table.get("groups") or {}).items():
         cells = ", ".join(f"{n} {e['threshold']:.3g}" for n, e in entry["detectors"].items())
         print(f"  {group} (n={entry['n']}): {cells}")
@@ -73,8 +75,9 @@ def run_calibrate(cfg: CalibrateConfig) -> int:
 
 def _check_calibration(cfg: EvaluateConfig) -> None:
     """A config shared with ``guard calibrate`` names the calibration (``target_fpr``,
-    ``combined``): the thresholds file must have been made with it."""
-    wanted = {k: v for k, v in (("target_fpr", cfg.target_fpr), ("combined", cfg.combined)) if v is not None}
+    ``combined``, ``confidence``): the thresholds file must have been made with it."""
+    wanted = {k: v for k, v in (("target_fpr", cfg.target_fpr), ("combined", cfg.combined),
+                                ("confidence", cfg.confidence)) if v is not None}
     if not wanted:
         return
     if not cfg.thresholds:

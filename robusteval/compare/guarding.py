@@ -34,7 +34,8 @@ def build_detectors(cfg: CompareConfig, out: Path, log: JsonlLog, data_dir: str 
         if not Path(path).is_file():  # else: calibrated by this run before it was killed (--resume)
             clean = {n: load_clean(n, "calibration", data_dir or cfg.data_dir) for n in spec.calibrate["clean"]}
             table = calibrate(dets, clean, float(spec.calibrate.get("target_fpr", 0.01)),
-                              combined=bool(spec.calibrate.get("combined", True)), log=log)
+                              combined=bool(spec.calibrate.get("combined", True)), log=log,
+                              confidence=spec.calibrate.get("confidence"))
             write_json(path, table)
     return detectors.resolve(dets, path), path
 

@@ -216,7 +216,7 @@ class GuardSpec:
         thresholds: calibrated thresholds.json, or "shipped": the package's default thresholds per task
             and language (robusteval/resources/detectors/default_thresholds.json; the guard a user gets
             with no thresholds file), which needs fpr_sets
-        calibrate: calibrate in the run instead: {clean, target_fpr, combined}
+        calibrate: calibrate in the run instead: {clean, target_fpr, combined, confidence}
         fpr_sets: clean sets whose held-out half measures false positives (default: calibrate.clean);
             a clean set is a shipped name (robusteval.detectors.clean) or any dataset: a file, hf:NAME,
             module:attr
@@ -239,7 +239,10 @@ class GuardSpec:
         if self.thresholds == SHIPPED and not self.fpr_sets:
             raise ConfigError(f"guard.thresholds: {SHIPPED} needs fpr_sets: [clean sets] to measure false positives on "
                               "(e.g. dailydialog-good, summeval-references)")
-        _keys(self.calibrate, {"clean", "target_fpr", "combined"}, "guard.calibrate")
+        _keys(self.calibrate, {"clean", "target_fpr", "combined", "confidence"}, "guard.calibrate")
+        conf = self.calibrate.get("confidence")
+        if conf is not None and not (isinstance(conf, int | float) and 0 < conf < 1):
+            raise ConfigError(f"guard.calibrate.confidence must be in (0, 1), got {conf!r}")
         if self.calibrate and not self.calibrate.get("clean"):
             raise ConfigError("guard.calibrate needs clean: [clean sets: shipped names or dataset files]")
         if self.calibrate:  # "a,b" and [a, b] alike: the pipeline iterates over a list

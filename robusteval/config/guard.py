@@ -37,6 +37,8 @@ class CalibrateConfig(GuardCommon):
         by_group: also calibrate per task and response language
         min_n: with by_group, the fewest samples a group needs
         floor_at_default: with by_group, never set a group's threshold below the detector's class default
+        confidence: keep a one-sided Clopper-Pearson upper bound on each threshold's FPR, at this
+            confidence (e.g. 0.95), within the target, instead of its point estimate (default: none)
     """
 
     target_fpr: float = 0.01
@@ -44,11 +46,13 @@ class CalibrateConfig(GuardCommon):
     by_group: bool = False
     min_n: int = 50
     floor_at_default: bool = False
+    confidence: float | None = None
 
     def validate(self) -> None:
         super().validate()
         if not 0 < self.target_fpr < 1:
             raise ConfigError(f"target_fpr must be in (0, 1), got {self.target_fpr}")
+        _check_confidence(self.confidence)
 
 
 @dataclass(kw_only=True)
@@ -62,6 +66,8 @@ class EvaluateConfig(GuardCommon):
         target_fpr: the false-positive rate the thresholds file must have been calibrated to (a
             config shared with `guard calibrate` carries it); another one is refused
         combined: whether the thresholds file must split that rate among the detectors; checked the same way
+        confidence: the confidence of the FPR bound the thresholds file must have been calibrated
+            with; checked the same way
     """
 
     thresholds: str | None = None
@@ -69,11 +75,18 @@ class EvaluateConfig(GuardCommon):
     dataset: str | None = None
     target_fpr: float | None = None
     combined: bool | None = None
+    confidence: float | None = None
 
     def validate(self) -> None:
         super().validate()
+        _check_confidence(self.confidence)
         if not self.attack_results:
             raise ConfigError("give at least one --attack-results file or folder")
+
+
+def _check_confidence(confidence: float | None) -> None:
+    if confidence is not None and not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
 
 
 COMMON_ALIASES = {"--detectors": Alias("--detectors", "csv"), "--clean": Alias("--clean", "csv")}
