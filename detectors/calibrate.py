@@ -5,7 +5,8 @@ the calibration half of the clean sets. With several detectors combined by a gua
 is flagged when *any* detector flags it), each detector gets ``combined_fpr / k`` so that the
 union stays within ``combined_fpr`` (Bonferroni). With a ``confidence`` each threshold keeps a
 one-sided upper bound on its FPR within the target instead of its point estimate (a correction
-for few calibration texts, :func:`threshold_for`). Thresholds go to a JSON file with the
+for few calibration texts, :func:`threshold_for`), each detector of a combination at
+1 - (1 - confidence) / k so that the union's bound holds at ``confidence``. Thresholds go to a JSON file with the
 detectors' settings, so a threshold is never applied to a detector configured differently.
 
 ``evaluate``: detection rate per attack family (and direction) on the adversarial texts of
@@ -33,8 +34,9 @@ def threshold_for(suspicion: np.ndarray, target_fpr: float, confidence: float | 
     With a ``confidence`` (e.g. 0.95) the point estimate is replaced by a bound: t is the
     smallest threshold whose flagged count k on the n calibration values has a one-sided
     Clopper-Pearson upper bound (:func:`robusteval.stats.binomial_upper`) of at most
-    ``target_fpr``, so a new text from the same population is flagged at a rate above the target
-    only with probability ``1 - confidence``. Where even k = 0 cannot be bounded that tightly
+    ``target_fpr``: for independent draws, the threshold's true FPR on the population they come
+    from exceeds the target with probability at most ``1 - confidence`` over the calibration
+    draw. Where even k = 0 cannot be bounded that tightly
     (n below about ln(1 / (1 - confidence)) / target_fpr) the threshold flags none of the values,
     the strictest there is. The bound treats the values as independent draws; texts that share a
     conversation are not, so it is a correction for the size of the calibration set, not a
@@ -84,20 +86,34 @@ def _per_detector(detectors: Sequence[Detector], target_fpr: float, combined: bo
     return target_fpr / len(detectors) if combined and detectors else target_fpr
 
 
+def _per_detector_confidence(detectors: Sequence[Detector], confidence: float | None, combined: bool) -> float | None:
+    """Each detector's confidence when the union must hold: with k detectors each bounded at
+    target / k, the union stays within the target unless one of the k bounds fails, which
+    happens with probability at most k (1 - c_k); c_k = 1 - (1 - confidence) / k keeps that at
+    1 - confidence (Bonferroni, as for the rate)."""
+    if confidence is None or not (combined and len(detectors) > 1):
+        return confidence
+    return 1.0 - (1.0 - confidence) / len(detectors)
+
+
 def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
               combined: bool = True, log: Any = None,
               suspicions: dict[str, np.ndarray] | None = None, confidence: float | None = None) -> dict[str, Any]:
     """Thresholds per detector fitted on ``clean`` (set name -> samples); ``suspicions`` (per
     detector, in the order of the samples) when the caller has them already; ``confidence``:
-    bound each detector's FPR instead of estimating it (:func:`threshold_for`)."""
+    bound each detector's FPR instead of estimating it (:func:`threshold_for`), combined at
+    ``1 - (1 - confidence) / k`` each, so that the union's bound holds at ``confidence``."""
     per = _per_detector(detectors, target_fpr, combined)
+    conf = _per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
     susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
-    table = {d.name: {**_entry(d, susp[d.name], per, confidence=confidence), "report": d.report()} for d in detectors}
+    table = {d.name: {**_entry(d, susp[d.name], per, confidence=conf), "report": d.report()} for d in detectors}
     from robusteval.detectors.clean import CLEAN_SPLIT
 
+    bound = {} if confidence is None else {"per_detector_confidence": conf}
     return {"target_fpr": target_fpr, "combined": combined, "per_detector_fpr": per, "confidence": confidence,
-            "clean_sets": {k: len(v) for k, v in clean.items()}, "clean_split": CLEAN_SPLIT, "detectors": table}
+            **bound, "clean_sets": {k: len(v) for k, v in clean.items()}, "clean_split": CLEAN_SPLIT,
+            "detectors": table}
 
 
 def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample]], target_fpr: float = 0.01,
@@ -116,6 +132,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     from robusteval.detectors.defaults import group_of
 
     per = _per_detector(detectors, target_fpr, combined)
+    conf = _per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
     susp = _suspicions(detectors, samples, log)
     pooled = calibrate(detectors, clean, target_fpr, combined=combined, suspicions=susp, confidence=confidence)
@@ -130,7 +147,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
             small[g] = len(idx)
             continue
         groups[g] = {"n": len(idx), "detectors": {d.name: _entry(d, susp[d.name][idx], per, floor_at_default,
-                                                                 confidence) for d in detectors}}
+                                                                 conf) for d in detectors}}
     return {**pooled, "groups": groups, "groups_too_small": small, "min_n": min_n,
             "floor_at_default": floor_at_default}
 

@@ -119,11 +119,11 @@ def test_one_config_file_drives_calibrate_and_evaluate(tmp_path, capsys) -> None
     assert "calibrated with target_fpr=0.05, but the config asks for target_fpr=0.01" in capsys.readouterr().err
     assert not (tmp_path / "e2" / "evaluation.json").exists()
     # a config asking for an FPR bound is refused a file calibrated without one
-    assert main([*args, "--confidence", "0.95", "--out-dir", str(tmp_path / "e3")]) != 0
+    assert main([*args, "--confidence", "0.95", "--out-dir", str(tmp_path / "e5")]) != 0
     assert "calibrated with confidence=None, but the config asks for confidence=0.95" in capsys.readouterr().err
     assert main(["guard", "calibrate", "--config", str(cfg), "--confidence", "0.95", "--out-dir",
                  str(tmp_path / "g3")]) == 0
-    assert "upper bound" in capsys.readouterr().out
+    assert "at 97.5 % confidence" in capsys.readouterr().out  # 0.95 split between the two detectors
     bounded = str(tmp_path / "g3" / "thresholds.json")
     assert main([*args[:5], bounded, *args[6:], "--confidence", "0.95", "--out-dir", str(tmp_path / "e4")]) == 0
     # a file calibrated before clean text was halved by conversation would be evaluated on a

@@ -216,13 +216,16 @@ def test_compare_calibrates_with_the_configured_confidence(tmp_path) -> None:
     from robusteval.compare import parse as parse_compare
     from robusteval.compare.guarding import build_detectors
     from robusteval.results import JsonlLog
+    from robusteval.stats import binomial_upper
 
     raw = small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": 0.9})
     cfg = parse_compare(raw)
     _, path = build_detectors(cfg, tmp_path, JsonlLog(tmp_path / "s.jsonl", key="key"), None)
     table = json.loads(Path(str(path)).read_text())
-    assert table["confidence"] == 0.9
-    assert all("fpr_upper_bound" in e for e in table["detectors"].values())
+    assert table["confidence"] == 0.9 and table["per_detector_confidence"] == pytest.approx(0.95)  # two detectors
+    for e in table["detectors"].values():
+        flagged = round(e["calibration_fpr"] * e["n"])
+        assert e["fpr_upper_bound"] == binomial_upper(flagged, e["n"], table["per_detector_confidence"])
     with pytest.raises(RobustevalError, match="confidence"):
         parse_compare(small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": 1.5}))
 

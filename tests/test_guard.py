@@ -91,25 +91,6 @@ def test_threshold_for_exact() -> None:
     assert threshold_for(np.ones(5), 0.01) > 1.0  # saturated on clean data: never fires
 
 
-def test_binomial_upper_is_the_one_sided_clopper_pearson_bound() -> None:
-    """The bound u for k of n solves P(Binomial(n, u) <= k) = 1 - confidence; k = 0 has the
-    closed form 1 - (1 - c)^(1/n). A swapped k and n, or k + 1 for k, fails both."""
-    from scipy.stats import binom
-
-    from robusteval.stats import binomial_upper
-
-    assert binomial_upper(0, 300, 0.95) == pytest.approx(1 - 0.05 ** (1 / 300), rel=1e-9)
-    for k, n in ((0, 50), (3, 500), (7, 681), (40, 100)):
-        u = binomial_upper(k, n, 0.9)
-        assert k / n < u < 1 and binom.cdf(k, n, u) == pytest.approx(0.1, abs=1e-9)
-    assert binomial_upper(4, 1000, 0.95) < 0.01 < binomial_upper(5, 1000, 0.95)
-    assert binomial_upper(5, 5, 0.95) == 1.0 and binomial_upper(0, 0, 0.95) == 1.0
-    with pytest.raises(ValueError):
-        binomial_upper(1, 10, 1.0)
-    with pytest.raises(ValueError):
-        binomial_upper(11, 10, 0.95)
-
-
 def test_threshold_for_with_a_confidence_bounds_the_fpr() -> None:
     """With a confidence the threshold flags the most calibration values whose upper bound stays
     within the target: 4 of 1,000 at 1 % and 95 % (the point estimate allows 10), none of 200
@@ -120,7 +101,6 @@ def test_threshold_for_with_a_confidence_bounds_the_fpr() -> None:
     t = threshold_for(s, 0.01, 0.95)
     assert int(np.sum(s >= t)) == 4 and int(np.sum(s >= threshold_for(s, 0.01))) == 10
     assert binomial_upper(4, 1000, 0.95) <= 0.01 < binomial_upper(5, 1000, 0.95)
-    assert threshold_for(s, 0.01, 0.5) == threshold_for(s, 0.01, 0.5)  # deterministic
     assert 4 < int(np.sum(s >= threshold_for(s, 0.01, 0.5))) <= 10  # a weaker confidence allows more
     small = np.linspace(0.0, 0.5, 200)
     assert int(np.sum(small >= threshold_for(small, 0.01, 0.95))) == 0
@@ -141,6 +121,33 @@ def test_calibrate_with_a_confidence_records_the_bound() -> None:
     e = bound["detectors"]["has_x"]
     assert bound["confidence"] == 0.95 and e["calibration_fpr"] == 0.0
     assert e["fpr_upper_bound"] == binomial_upper(0, 400, 0.95) == pytest.approx(1 - 0.05 ** (1 / 400))
+
+
+def test_a_combined_bound_splits_the_confidence_too() -> None:
+    """k detectors combined: each is bounded at target / k *and* at 1 - (1 - c) / k, so the union
+    stays within the target unless one of the k bounds fails (at most 1 - c); per group as in
+    the pool, and ``floor_at_default`` keeps the bound of what it actually flags."""
+    from robusteval.detectors.calibrate import calibrate_groups
+
+    from robusteval.stats import binomial_upper
+
+    clean = {"c": [S(i, "x " * max(0, i - 1980) + "a " * 20) for i in range(2000)]}
+    alone = calibrate([HasX()], clean, target_fpr=0.004, combined=True, confidence=0.9)
+    assert alone["per_detector_confidence"] == 0.9  # one detector: nothing to split
+    two = calibrate([HasX(), detectors.load("nonalnum")], clean, target_fpr=0.008, confidence=0.9)
+    assert two["per_detector_fpr"] == 0.004 and two["per_detector_confidence"] == pytest.approx(0.95)
+    # at 0.4 % of 2,000, 90 % allows 4 texts, 95 % only 3
+    assert binomial_upper(4, 2000, 0.9) <= 0.004 < binomial_upper(4, 2000, 0.95)
+    assert round(alone["detectors"]["has_x"]["calibration_fpr"] * 2000) == 4
+    e = two["detectors"]["has_x"]
+    assert round(e["calibration_fpr"] * 2000) == 3
+    assert e["fpr_upper_bound"] == binomial_upper(3, 2000, two["per_detector_confidence"])
+    grouped = calibrate_groups([HasX(), detectors.load("nonalnum")], clean, target_fpr=0.008, confidence=0.9,
+                               floor_at_default=True)
+    g = next(iter(grouped["groups"].values()))["detectors"]["has_x"]
+    # the class default 0.5 is above every clean value: nothing flagged, and the bound says so
+    assert g["threshold"] == 0.5 and g["calibration_fpr"] == 0.0
+    assert g["fpr_upper_bound"] == binomial_upper(0, 2000, grouped["per_detector_confidence"])
 
 
 def _counts(rate: dict[str, Any]) -> dict[str, Any]:
@@ -396,7 +403,7 @@ def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
     # bounds at 2.5 %, 1 at 3.9 %, 2 at 5.2 %: at 5 % and 95 % it may flag 1, the point estimate 6)
     bounded = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=groups, folds=4, confidence=0.95)
     assert bounded["threshold"] == threshold_for(scores, 0.05, 0.95) > params["threshold"]
-    assert int(np.sum(scores >= bounded["threshold"])) <= 1
+    assert int(np.sum(scores >= bounded["threshold"])) == 1
     assert bounded["calibration"]["confidence"] == 0.95 and bounded["coef"] == params["coef"]
     assert params["coef"] == insample["coef"]  # the model itself is fitted on everything either way
     one = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=["same"] * 120)

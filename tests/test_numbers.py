@@ -19,7 +19,7 @@ from robusteval.attacks.runner import read_results, run_attacks
 from robusteval.errors import RobustevalError, RunMismatchError
 from robusteval.metrics.base import Metric
 from robusteval.results import claim_folder, read_jsonl, run_fingerprint, score_summary, score_with_log
-from robusteval.stats import flag_rate, pct, proportion, wilson
+from robusteval.stats import binomial_upper, flag_rate, pct, proportion, wilson
 
 
 class ConstantMetric(Metric):
@@ -56,6 +56,23 @@ def test_wilson_matches_known_values() -> None:
     assert (p["k"], p["n"], p["rate"], p["ci_method"]) == (3, 8, 0.375, "wilson")
     assert proportion([])["rate"] is None  # an empty denominator is never "0 %"
     assert pct(proportion([])) == "n/a" and pct(proportion([True, False])) == "50.0 [9.5, 90.5]"
+
+
+def test_binomial_upper_is_the_one_sided_clopper_pearson_bound() -> None:
+    """The bound u for k of n solves P(Binomial(n, u) <= k) = 1 - confidence; k = 0 has the
+    closed form 1 - (1 - c)^(1/n). A swapped k and n, or k + 1 for k, fails both."""
+    from scipy.stats import binom
+
+    assert binomial_upper(0, 300, 0.95) == pytest.approx(1 - 0.05 ** (1 / 300), rel=1e-9)
+    for k, n in ((0, 50), (3, 500), (7, 681), (40, 100)):
+        u = binomial_upper(k, n, 0.9)
+        assert k / n < u < 1 and binom.cdf(k, n, u) == pytest.approx(0.1, abs=1e-9)
+    assert binomial_upper(4, 1000, 0.95) < 0.01 < binomial_upper(5, 1000, 0.95)
+    assert binomial_upper(5, 5, 0.95) == 1.0 and binomial_upper(0, 0, 0.95) == 1.0
+    with pytest.raises(ValueError):
+        binomial_upper(1, 10, 1.0)
+    with pytest.raises(ValueError):
+        binomial_upper(11, 10, 0.95)
 
 
 def test_a_unanimous_cluster_bootstrap_keeps_a_real_interval() -> None:

@@ -60,8 +60,8 @@ def run_calibrate(cfg: CalibrateConfig) -> int:
     write_json(out / "thresholds.json", table)
     for name, entry in table["detectors"].items():
         never = "  (never fires on clean data at this rate)" if entry["never_fires"] else ""
-        bound = (f" (upper bound {100 * entry['fpr_upper_bound']:.2f}% at {100 * cfg.confidence:g} % confidence)"
-                 if "fpr_upper_bound" in entry and cfg.confidence is not None else "")
+        bound = (f" (upper bound {100 * entry['fpr_upper_bound']:.2f}% at "
+                 f"{100 * table['per_detector_confidence']:.4g} % confidence)" if "fpr_upper_bound" in entry else "")
         print(f"{name:<16} threshold {entry['threshold']:.4g}  calibration FPR "
               f"{100 * entry['calibration_fpr']:.2f}% of {entry['n']}{bound}{never}")
     for group, entry in (table.get("groups") or {}).items():
