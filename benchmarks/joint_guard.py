@@ -8,7 +8,7 @@ calibrated to ``--target-fpr`` on the clean calibration half -- its threshold re
 and cross-fitted by conversation, both reported, and with ``--confidence`` a third, cross-fitted
 with the FPR's upper bound held to the target (``threshold_for``) -- and tested on it; the
 per-detector guard (every detector at target / k, calibrated on the same half, bounded too with
-``--confidence``) is the baseline.
+``--confidence``, at 1 - (1 - confidence) / k each) is the baseline.
 Every rate has its 95 % interval, resampling conversations (a clean set's document or context,
 an attacked text's dataset and context), Wilson's where each conversation has one text.
 
@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 from robusteval.detectors import joint
-from robusteval.detectors.calibrate import adversarial_samples, threshold_for
+from robusteval.detectors.calibrate import adversarial_samples, per_detector_confidence, threshold_for
 from robusteval.detectors.clean import load_clean
 
 from robusteval import data, detectors
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     x_cal, x_held = joint.features_of(dets, cal), joint.features_of(dets, held)
     x_adv = joint.features_of(dets, [s for _, s in attacked])
     per = args.target_fpr / len(dets)
-    thr = np.array([threshold_for(x_cal[:, k], per, args.confidence) for k in range(len(dets))])
+    conf = per_detector_confidence(dets, args.confidence, combined=True)  # the union's bound at --confidence
+    thr = np.array([threshold_for(x_cal[:, k], per, conf) for k in range(len(dets))])
     by_family = {f: x_adv[idx] for f, idx in families.items()}
     # the joint guard's threshold read in-sample (the fitted model's scores on its own clean
     # texts) and cross-fitted (out-of-fold scores, folds by conversation): same features, same fits

@@ -86,7 +86,7 @@ def _per_detector(detectors: Sequence[Detector], target_fpr: float, combined: bo
     return target_fpr / len(detectors) if combined and detectors else target_fpr
 
 
-def _per_detector_confidence(detectors: Sequence[Detector], confidence: float | None, combined: bool) -> float | None:
+def per_detector_confidence(detectors: Sequence[Detector], confidence: float | None, combined: bool) -> float | None:
     """Each detector's confidence when the union must hold: with k detectors each bounded at
     target / k, the union stays within the target unless one of the k bounds fails, which
     happens with probability at most k (1 - c_k); c_k = 1 - (1 - confidence) / k keeps that at
@@ -104,7 +104,7 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
     bound each detector's FPR instead of estimating it (:func:`threshold_for`), combined at
     ``1 - (1 - confidence) / k`` each, so that the union's bound holds at ``confidence``."""
     per = _per_detector(detectors, target_fpr, combined)
-    conf = _per_detector_confidence(detectors, confidence, combined)
+    conf = per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
     susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
     table = {d.name: {**_entry(d, susp[d.name], per, confidence=conf), "report": d.report()} for d in detectors}
@@ -132,7 +132,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     from robusteval.detectors.defaults import group_of
 
     per = _per_detector(detectors, target_fpr, combined)
-    conf = _per_detector_confidence(detectors, confidence, combined)
+    conf = per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
     susp = _suspicions(detectors, samples, log)
     pooled = calibrate(detectors, clean, target_fpr, combined=combined, suspicions=susp, confidence=confidence)
