@@ -69,10 +69,11 @@ def _entry(d: Detector, values: np.ndarray, per: float, floor_at_default: bool =
 
     raw = threshold_for(values, per, confidence)
     t = max(raw, d.default_threshold) if floor_at_default else raw
+    rate = flag_rate(values >= t)
     entry = {"threshold": t, "signature": d.identity(), "target_fpr": per,
-             "calibration_fpr": flag_rate(values >= t)["rate"], "n": len(values), "never_fires": t > 1.0}
+             "calibration_fpr": rate["rate"], "n": len(values), "never_fires": t > 1.0}
     if confidence is not None:
-        entry["fpr_upper_bound"] = binomial_upper(int(np.sum(values >= t)), len(values), confidence)
+        entry["fpr_upper_bound"] = binomial_upper(rate["flagged"], rate["n"], confidence)
     return {**entry, "calibrated": raw} if floor_at_default else entry
 
 

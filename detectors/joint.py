@@ -68,17 +68,16 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, clean_groups: Sequence[str], folds
     fewer conversations; 0, and no scores, with fewer than two)."""
     from sklearn.model_selection import GroupKFold
 
+    from robusteval.stats import sorted_labels
+
     if folds < 2:
         raise ValueError(f"cross-fitting needs at least 2 folds, got {folds}")
     clean = np.flatnonzero(y == 0)
     keys = list(clean_groups)  # any hashable keys (str, tuples); GroupKFold gets integer codes
     if len(keys) != len(clean):
         raise RobustevalError(f"clean_groups names {len(keys)} conversations for {len(clean)} clean texts")
-    try:  # in sorted order, as GroupKFold orders string groups itself: the same folds either way
-        distinct = sorted(set(keys))
-    except TypeError:  # keys of mixed types: in order of first appearance
-        distinct = list(dict.fromkeys(keys))
-    code = {g: i for i, g in enumerate(distinct)}
+    # in sorted order, as GroupKFold orders string groups itself: the same folds either way
+    code = {g: i for i, g in enumerate(sorted_labels(keys))}
     groups = np.array([code[g] for g in keys], dtype=int)
     k = min(folds, len(code))
     if k < 2:

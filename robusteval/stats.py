@@ -25,7 +25,7 @@ and keeps close to its nominal coverage at the small n (8-30 per family) of our 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,16 @@ def binomial_upper(k: int, n: int, confidence: float) -> float:
     return float(beta.ppf(confidence, k + 1, n - k))
 
 
+def sorted_labels(labels: Iterable[Hashable]) -> list[Hashable]:
+    """The distinct ``labels`` in sorted order (labels of mixed types by type name, then repr):
+    an order that does not depend on the order the rows came in, for numbering clusters."""
+    distinct = set(labels)
+    try:
+        return sorted(distinct)  # type: ignore[type-var]
+    except TypeError:  # labels of mixed types
+        return sorted(distinct, key=lambda c: (type(c).__name__, repr(c)))
+
+
 def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: int) -> list[np.ndarray]:
     """``n_boot`` resamples of row indices drawn by whole cluster (with replacement). The
     clusters are numbered in sorted order of their labels, not in order of appearance, so the
@@ -70,11 +80,7 @@ def cluster_bootstrap_indices(clusters: Sequence[Hashable], n_boot: int, seed: i
     groups: dict[Hashable, list[int]] = {}
     for i, c in enumerate(clusters):
         groups.setdefault(c, []).append(i)
-    try:
-        order = sorted(groups)  # type: ignore[type-var]  # positions stay in their own order
-    except TypeError:  # labels of mixed types
-        order = sorted(groups, key=lambda c: (type(c).__name__, repr(c)))
-    members = [np.asarray(groups[c], dtype=int) for c in order]
+    members = [np.asarray(groups[c], dtype=int) for c in sorted_labels(groups)]  # positions in their own order
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n_boot):

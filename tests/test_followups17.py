@@ -226,8 +226,11 @@ def test_compare_calibrates_with_the_configured_confidence(tmp_path) -> None:
     for e in table["detectors"].values():
         flagged = round(e["calibration_fpr"] * e["n"])
         assert e["fpr_upper_bound"] == binomial_upper(flagged, e["n"], table["per_detector_confidence"])
-    with pytest.raises(RobustevalError, match="confidence"):
-        parse_compare(small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": 1.5}))
+    for bad in (1.5, 0, True, "high"):
+        with pytest.raises(RobustevalError, match="guard.calibrate.confidence must be in"):
+            parse_compare(small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": bad}))
+    with pytest.raises(RobustevalError, match="confidence must be in"):
+        parse(["guard", "calibrate", "--confidence", "1.0", "--out-dir", str(tmp_path / "x")])
 
 
 def test_training_specs_keep_colons_that_belong_to_the_dataset(tmp_path) -> None:

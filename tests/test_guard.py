@@ -388,7 +388,7 @@ def test_the_joint_threshold_is_cross_fitted_by_conversation() -> None:
                                     [("d", g) for g in groups], folds=4)
     assert np.allclose(shuffled, scores, atol=1e-6)
     mixed, _ = joint.out_of_fold(x, y, [i % 12 if i % 2 else str(i % 12) for i in range(120)], folds=4)
-    assert mixed.shape == (120,)  # keys of mixed types are coded in order of first appearance
+    assert mixed.shape == (120,)  # keys of mixed types are coded by type name, then repr
     with pytest.raises(ValueError, match="at least 2 folds"):
         joint.out_of_fold(x, y, groups, folds=1)
     params = joint.fit(x, y, clean, 0.05, ["x", "y"], ["", ""], clean_groups=iter(groups), folds=4)

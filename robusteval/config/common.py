@@ -184,3 +184,10 @@ def load_samples(spec: str, data_dir: str | None = None, limit: int | None = Non
 def names(value: str | list[str] | None) -> list[str]:
     """A list of names, or one comma-separated string of them."""
     return split_csv(value)
+
+
+def check_confidence(value: Any, key: str = "confidence") -> None:
+    """An FPR bound's confidence (``guard calibrate|evaluate --confidence``, compare's
+    ``guard.calibrate.confidence``): None, or a number strictly between 0 and 1 (not a bool)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1):
+        raise ConfigError(f"{key} must be in (0, 1), got {value!r}")

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robusteval.attacks.criteria import Criteria
-from robusteval.config.common import DetectorSpec, Execution, Output, Policy, names
+from robusteval.config.common import DetectorSpec, Execution, Output, Policy, check_confidence, names
 from robusteval.config.parsing import ConfigError, from_dict, from_file
 
 ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
@@ -240,9 +240,7 @@ class GuardSpec:
             raise ConfigError(f"guard.thresholds: {SHIPPED} needs fpr_sets: [clean sets] to measure false positives on "
                               "(e.g. dailydialog-good, summeval-references)")
         _keys(self.calibrate, {"clean", "target_fpr", "combined", "confidence"}, "guard.calibrate")
-        conf = self.calibrate.get("confidence")
-        if conf is not None and not (isinstance(conf, int | float) and 0 < conf < 1):
-            raise ConfigError(f"guard.calibrate.confidence must be in (0, 1), got {conf!r}")
+        check_confidence(self.calibrate.get("confidence"), "guard.calibrate.confidence")
         if self.calibrate and not self.calibrate.get("clean"):
             raise ConfigError("guard.calibrate needs clean: [clean sets: shipped names or dataset files]")
         if self.calibrate:  # "a,b" and [a, b] alike: the pipeline iterates over a list

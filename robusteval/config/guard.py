@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from robusteval.config.common import DetectorSpec, Execution, Output
+from robusteval.config.common import DetectorSpec, Execution, Output, check_confidence
 from robusteval.config.parsing import Alias, ConfigError
 
 DEFAULT_CLEAN = ["summeval-references", "dailydialog-good", "usr-topicalchat-ground-truth"]
@@ -52,7 +52,7 @@ class CalibrateConfig(GuardCommon):
         super().validate()
         if not 0 < self.target_fpr < 1:
             raise ConfigError(f"target_fpr must be in (0, 1), got {self.target_fpr}")
-        _check_confidence(self.confidence)
+        check_confidence(self.confidence)
 
 
 @dataclass(kw_only=True)
@@ -79,14 +79,9 @@ class EvaluateConfig(GuardCommon):
 
     def validate(self) -> None:
         super().validate()
-        _check_confidence(self.confidence)
+        check_confidence(self.confidence)
         if not self.attack_results:
             raise ConfigError("give at least one --attack-results file or folder")
-
-
-def _check_confidence(confidence: float | None) -> None:
-    if confidence is not None and not 0 < confidence < 1:
-        raise ConfigError(f"confidence must be in (0, 1), got {confidence}")
 
 
 COMMON_ALIASES = {"--detectors": Alias("--detectors", "csv"), "--clean": Alias("--clean", "csv")}
