@@ -227,7 +227,7 @@ def test_compare_calibrates_with_the_configured_confidence(tmp_path) -> None:
         flagged = round(e["calibration_fpr"] * e["n"])
         assert e["fpr_upper_bound"] == binomial_upper(flagged, e["n"], table["per_detector_confidence"])
     for bad in (1.5, 0, True, "high"):
-        with pytest.raises(RobustevalError, match="guard.calibrate.confidence must be in"):
+        with pytest.raises(RobustevalError, match=r"guard\.calibrate\.confidence must be in"):
             parse_compare(small_compare(tmp_path, calibrate={"clean": ["quickstart-references"], "confidence": bad}))
     with pytest.raises(RobustevalError, match="confidence must be in"):
         parse(["guard", "calibrate", "--confidence", "1.0", "--out-dir", str(tmp_path / "x")])
