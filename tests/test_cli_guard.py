@@ -134,3 +134,18 @@ def test_one_config_file_drives_calibrate_and_evaluate(tmp_path, capsys) -> None
     args[args.index(thresholds)] = str(tmp_path / "old.json")
     assert main([*args, "--out-dir", str(tmp_path / "e3")]) != 0
     assert "records no clean_split" in capsys.readouterr().err and not (tmp_path / "e3" / "evaluation.json").exists()
+
+
+def test_calibrate_by_group_prints_each_groups_bound(tmp_path, capsys) -> None:
+    """With --by-group and --confidence every group's line shows its detectors' FPR bounds,
+    the values the thresholds file records (they were printed only for the pooled table)."""
+    out = tmp_path / "g"
+    assert main(["guard", "calibrate", "--detectors", "nonalnum", "--clean", "quickstart-references",
+                 "--by-group", "--min-n", "1", "--confidence", "0.95", "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    table = json.loads((out / "thresholds.json").read_text())
+    assert table["groups"]
+    for group, entry in table["groups"].items():
+        bound = entry["detectors"]["nonalnum"]["fpr_upper_bound"]
+        line = next(x for x in printed.splitlines() if x.startswith(f"  {group} (n={entry['n']})"))
+        assert f"nonalnum {entry['detectors']['nonalnum']['threshold']:.3g} (bound {100 * bound:.2f}%)" in line

@@ -65,7 +65,9 @@ def run_calibrate(cfg: CalibrateConfig) -> int:
         print(f"{name:<16} threshold {entry['threshold']:.4g}  calibration FPR "
               f"{100 * entry['calibration_fpr']:.2f}% of {entry['n']}{bound}{never}")
     for group, entry in (table.get("groups") or {}).items():
-        cells = ", ".join(f"{n} {e['threshold']:.3g}" for n, e in entry["detectors"].items())
+        cells = ", ".join(f"{n} {e['threshold']:.3g}" + (f" (bound {100 * e['fpr_upper_bound']:.2f}%)"
+                                                         if "fpr_upper_bound" in e else "")
+                          for n, e in entry["detectors"].items())
         print(f"  {group} (n={entry['n']}): {cells}")
     if table.get("groups_too_small"):
         print(f"  groups below --min-n, pooled only: {table['groups_too_small']}")
