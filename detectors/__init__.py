@@ -62,10 +62,11 @@ def load(name: str | type[Detector], thresholds: str | os.PathLike[str] | None =
     from functools import partial
 
     from robusteval.execution import remember_factory
+    from robusteval.registry import build
 
     _import_all()
     factory = name if isinstance(name, type) and issubclass(name, Detector) else DETECTORS.get(name)
-    det: Detector = factory(**options)
+    det: Detector = build(factory, options, f"detector {getattr(name, '__name__', name)!r}")
     if thresholds is not None:
         apply_thresholds(det, read_thresholds(thresholds), thresholds)
         thresholds = os.path.abspath(thresholds)

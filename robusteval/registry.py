@@ -102,6 +102,56 @@ def _import_module(module_name: str, spec: str, kind: str) -> Any:
                               f"{type(exc).__name__}: {exc}") from exc
 
 
+def accepted_options(factory: Callable[..., Any]) -> list[str] | None:
+    """The keyword options ``factory`` takes, or None when that cannot be known. For a class,
+    the ``__init__`` of each class in its MRO is read while the one before passes ``**kwargs``
+    on (``BLEU(tokenize, **kwargs)`` -> ``Metric(on_empty, empty_score)``); a chain that stays
+    open to the end, or a callable without a signature, accepts anything as far as this says."""
+    import inspect
+
+    if isinstance(factory, type):
+        inits = [vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c) and c is not object]
+    else:
+        inits = [factory]
+    names: list[str] = []
+    for fn in inits:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):  # a builtin or C callable without a signature
+            return None
+        names += [n for i, (n, p) in enumerate(params.items())
+                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and not (i == 0 and n == "self")]
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return list(dict.fromkeys(names))
+    return None
+
+
+def build(factory: Callable[..., T], options: dict[str, Any], what: str) -> T:
+    """``factory(**options)``, with the user's mistakes as :class:`RobustevalError` naming
+    ``what`` (e.g. "metric 'bleu'"): an option the factory does not take is named with the ones
+    it does, and a value its constructor rejects (a ValueError, a KeyError from a library's table
+    of choices, a TypeError of a wrong type) is reported with the options given, the original
+    error chained. A factory taking ``**kwargs`` accepts any name, as before."""
+    accepted = accepted_options(factory)
+    if accepted is not None:
+        unknown = [k for k in options if k not in accepted]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], accepted, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise RobustevalError(f"{what}: unknown option{'s' if len(unknown) > 1 else ''} "
+                                  f"{', '.join(map(repr, unknown))}{hint}; it takes "
+                                  f"{', '.join(accepted) or 'no options'}")
+    try:
+        return factory(**options)
+    except RobustevalError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in options.items())
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise RobustevalError(f"{what} cannot be built with {given or 'its defaults'}: "
+                              f"{type(exc).__name__}: {msg}") from exc
+
+
 def _entry_points(group: str) -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=group),
                   key=lambda ep: (ep.name, ep.dist.name if ep.dist is not None else ""))

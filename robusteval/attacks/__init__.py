@@ -36,7 +36,9 @@ def load(name: str | type[Attack], **options: Any) -> Attack:
     """Attack ``name`` (a registered name, a plugin's, ``module:Class``) or an Attack class."""
     if isinstance(name, type) and issubclass(name, Attack):
         return name(**options)
-    return ATTACKS.get(name)(**options)
+    from robusteval.registry import build
+
+    return build(ATTACKS.get(name), options, f"attack {name!r}")
 
 
 def describe(name: str) -> dict[str, Any]:

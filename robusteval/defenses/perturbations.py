@@ -254,4 +254,6 @@ def load(spec: str | Perturbation, **options: Any) -> Perturbation:
         if options:
             raise ValueError("options are for a perturbation given by name")
         return spec
-    return PERTURBATIONS.get(spec)(**options)
+    from robusteval.registry import build
+
+    return build(PERTURBATIONS.get(spec), options, f"perturbation {spec!r}")

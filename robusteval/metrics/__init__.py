@@ -61,10 +61,11 @@ def load(spec: Any, **options: Any) -> Metric:
 
     from robusteval.execution import remember_factory
     from robusteval.metrics.base import resolve_device
+    from robusteval.registry import build
 
     # "auto" is resolved where the metric is built: a GPU worker's recipe says "auto" too
     built = {**options, "device": resolve_device(options["device"])} if "device" in options else options
-    return remember_factory(METRICS.get(spec)(**built), partial(load, spec, **options))
+    return remember_factory(build(METRICS.get(spec), built, f"metric {spec!r}"), partial(load, spec, **options))
 
 
 from robusteval.metrics.base import as_reward_fn as as_reward_fn  # noqa: E402  (the TRL reward function)

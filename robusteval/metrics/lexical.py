@@ -97,6 +97,11 @@ class BLEU(PairMetric):
 
         if int(max_ngram_order) not in (1, 2, 3, 4):
             raise ValueError(f"max_ngram_order must be 1-4 (BLEU-1 ... BLEU-4), got {max_ngram_order!r}")
+        from sacrebleu.metrics.bleu import _TOKENIZERS  # sacrebleu's table of tokenizer names
+
+        if tokenize != "auto" and tokenize not in _TOKENIZERS:
+            raise ValueError(f"tokenize must be 'auto' or one of sacrebleu's {', '.join(_TOKENIZERS)}; "
+                             f"got {tokenize!r}")
         self.tokenize = tokenize
         self.max_ngram_order = int(max_ngram_order)
         names = _AUTO_TOKENIZERS if tokenize == "auto" else (tokenize,)
