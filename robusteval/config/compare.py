@@ -113,6 +113,8 @@ class TrainSpec:
         if self.checkpoint and self.pretrain:
             raise ConfigError(f"{where}: checkpoint starts from a trained base, so pretrain (a stage of training the "
                               "base) would be ignored; drop one of them")
+        if self.train_limit is not None and self.train_limit < 1:
+            raise ConfigError(f"{where}.train_limit: at least 1 train context, got {self.train_limit}")
         check_module_args(self.module, self.model, self.data, self.rounds, f"{where}.")
 
 
@@ -195,6 +197,12 @@ class SuiteSpec:
             raise ConfigError(f"victim labels in {where} must be unique: {labels}")
         _keys(self.split, set(SPLIT_DEFAULTS), f"{where}.split")
         self.split = {**SPLIT_DEFAULTS, **{k: float(v) for k, v in self.split.items()}}
+        val, test = self.split["val_fraction"], self.split["test_fraction"]
+        if not (0.0 <= val < 1.0 and 0.0 < test <= 1.0 and val + test <= 1.0):
+            raise ConfigError(f"{where}.split: val_fraction in [0, 1), test_fraction in (0, 1] and their sum at most 1 "
+                              f"(the rest of the contexts train), got val_fraction={val:g}, test_fraction={test:g}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"{where}.limit: at least 1 test context, got {self.limit}")
         _keys(self.evasion, {"weight", "fluency", "max_variants"}, f"{where}.evasion")
         if any(v < 0 for v in self.evasion.values()):
             raise ConfigError(f"{where}.evasion values must be >= 0, got {self.evasion}")

@@ -111,6 +111,8 @@ def load(spec: Any, data_dir: str | os.PathLike[str] | None = None, limit: int |
     ``columns`` (Sample field -> column), ``task`` and ``split`` apply to files, folders,
     Hugging Face data and records; ``options`` go to the registered loader, the plugin's
     function, or :func:`~robusteval.data.generic.load_file` (``human=``, ``scales=``, ``fmt=``)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise RobustevalError(f"limit must be a whole number >= 0 (the first N samples), got {limit!r}")
     shaping: dict[str, Any] = {"columns": columns, "task": task, "split": split}
     if isinstance(spec, str) and spec in _INFOS:
         given = [k for k, v in shaping.items() if v is not None]

@@ -275,6 +275,11 @@ def iter_csv(path: Path, required: Sequence[str] = (), delimiter: str = ",") -> 
         yield reader.line_num, row
 
 
+def csv_header(path: Path, delimiter: str = ",") -> list[str]:
+    """The column names of a CSV / TSV file's header (empty for an empty file)."""
+    return list(csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter=delimiter).fieldnames or [])
+
+
 def need(record: Mapping[str, Any], key: str, path: Path, line: int | None = None,
          kind: type | tuple[type, ...] = str) -> Any:
     """``record[key]``, checked for presence and type, else a DataFormatError."""

@@ -41,7 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.columns import RECOGNIZED
-from robusteval.data.base import as_float, find_invalid_text, iter_csv, iter_jsonl, read_json_records, split_turns
+from robusteval.data.base import (
+    as_float,
+    csv_header,
+    find_invalid_text,
+    iter_csv,
+    iter_jsonl,
+    read_json_records,
+    split_turns,
+)
 from robusteval.errors import DataFormatError
 from robusteval.types import TASKS, HumanScale, Sample
 
@@ -120,7 +128,10 @@ def read_rows(path: str | Path, fmt: str | None = None, required: Iterable[str] 
         return _parquet_rows(path)
     rows: list[Row]
     if fmt in ("csv", "tsv"):
-        rows = list(iter_csv(path, required=list(required), delimiter="\t" if fmt == "tsv" else ","))
+        delimiter = "\t" if fmt == "tsv" else ","
+        rows = list(iter_csv(path, required=list(required), delimiter=delimiter))
+        if not rows:  # a header alone still names the columns (checked before "no rows")
+            return rows, csv_header(path, delimiter)
     elif fmt == "json" and _starts_with_list(path):
         rows = read_json_records(path)
     else:
@@ -169,16 +180,18 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
     and ids (``<stem>/<index>``); ``unit`` is ``line`` for text files, ``row`` otherwise."""
     source = Path(source)
     numbered = _numbered(rows)
-    if not numbered:
-        return []
     if keys is None:
         keys = list(dict.fromkeys(k for _, r in numbered for k in r))
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    if not numbered and not keys:
+        raise DataFormatError(source, f"no {unit}s: the data is empty")
     fields, aspects = recognize(keys, columns, human)
     # scores the caller mapped must be there; recognized ones may be missing in some rows
     strict = human is not None or any(f.startswith("human.") for f in columns or {})
-    _check_columns(source, keys, fields, aspects, unit)
+    _check_columns(source, keys, fields, aspects, unit)  # a header without rows is checked too
+    if not numbered:
+        raise DataFormatError(source, f"no {unit}s after the header ({', '.join(keys)}): the data has no samples")
     if task is None:
         hints = {_norm(fields.get("context", "")), _norm(fields.get("response", ""))}
         task = "summarization" if hints & SUMMARIZATION_HINTS else "dialogue"
