@@ -10,6 +10,7 @@ with lists of ``metrics`` ({name, label, options, datasets, limit}) and ``datase
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ def run(cfg: MetaevalConfig) -> int:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     loaded = {d.name: load_samples(d.name, data_dir=cfg.data_dir, limit=d.limit) for d in datasets_cfg}
+    for d in datasets_cfg:
+        check_rated(d.name, loaded[d.name], d.aspects)
     results: dict[str, dict[str, Any]] = {d.name: {} for d in datasets_cfg}
     reports: dict[str, Any] = {}
     for mc in metrics_cfg:
@@ -56,7 +59,27 @@ def run(cfg: MetaevalConfig) -> int:
     report = {"provenance": provenance(to_dict(cfg)), "n_boot": cfg.n_boot, "seed": cfg.seed,
               "datasets": [asdict(d) for d in datasets_cfg], "results": results, "metric_reports": reports}
     write_outputs(out, "metaeval", report, render_markdown(report))
+    if not any("skipped" not in r for res in results.values() for r in res.values()):
+        print("robusteval metaeval: error: no metric could score any dataset (every pair was skipped, reasons "
+              f"above and in {out / 'metaeval.md'}): nothing was measured", file=sys.stderr)
+        return 2
     return 0
+
+
+def check_rated(name: str, samples: list[Any], aspects: list[str] | None) -> None:
+    """A dataset with no human rating at all, or an asked-for aspect no sample has, is refused
+    before any scoring (it used to print an empty table and exit 0)."""
+    from robusteval.errors import DataFormatError
+
+    have = sorted({a for s in samples for a in s.human})
+    if not have:
+        raise DataFormatError(name, "no sample has a human rating, so there is nothing to correlate with: give a "
+                              "rating column (e.g. 'rating', 'score', 'human_<aspect>') or map one with --columns "
+                              "human.<aspect>=COLUMN")
+    missing = [a for a in aspects or () if a not in have]
+    if missing:
+        raise DataFormatError(name, f"no sample is rated for aspect(s) {', '.join(missing)}; the data has "
+                              f"{', '.join(have)}")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -90,6 +113,12 @@ def render_markdown(report: dict[str, Any]) -> str:
                     cells.append("n/a" if not s or s["spearman"] is None else
                                  f"{s['spearman']:.3f} / {s['kendall']:.3f}")
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        unrated = sorted({(a, r[a]["unrated"], r[a]["unrated"] + r[a]["n"] + r[a]["dropped_nonfinite"])
+                          for r in res.values() if "skipped" not in r for a in aspects
+                          if (r.get(a) or {}).get("unrated")})
+        if unrated:
+            lines += ["", "Samples without the rating, so not correlated: "
+                      + "; ".join(f"{a}: {k} of {total}" for a, k, total in unrated)]
         skipped = {k: v["skipped"] for k, v in res.items() if "skipped" in v}
         if skipped:
             lines += [""] + [f"- {k}: skipped ({v})" for k, v in skipped.items()]

@@ -194,6 +194,7 @@ def metaevaluate(samples: Sequence[Sample], scores: np.ndarray, aspects: Sequenc
             continue
         h = np.array([samples[i].human[aspect] for i in idx], dtype=float)
         entry = correlate(scores[idx], h, n_boot, seed, clusters=[samples[i].conversation_key() for i in idx])
+        entry["unrated"] = len(samples) - len(idx)  # samples without this rating: not correlated
         if system:
             entry["system"] = system_level([samples[i] for i in idx], scores[idx], aspect)
         result[aspect] = entry
