@@ -107,6 +107,8 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
     per = _per_detector(detectors, target_fpr, combined)
     conf = per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
+    if not samples:
+        raise DataFormatError(f"clean sets {', '.join(clean) or '(none)'}", "no clean texts to calibrate on")
     susp = suspicions if suspicions is not None else _suspicions(detectors, samples, log)
     table = {d.name: {**_entry(d, susp[d.name], per, confidence=conf), "report": d.report()} for d in detectors}
     from robusteval.detectors.clean import CLEAN_SPLIT

@@ -193,6 +193,7 @@ def load_clean(name: str, split: str = "all", data_dir: str | Path | None = None
 
         check_clean(name)
         samples = data.load(name, folder)
+    _refuse_blank(name, samples)
     if split == "all":
         return samples
     want = split == "heldout"
@@ -206,3 +207,18 @@ def load_clean(name: str, split: str = "all", data_dir: str | Path | None = None
                               "clean text is halved by conversation (the context, or a 'conversation' "
                               "column): give it texts from several dialogues or documents")
     return half
+
+
+def _refuse_blank(name: str, samples: list[Sample]) -> None:
+    """An empty or invisible-only response is not clean human text: every detector rates it
+    1.0 (its fallback), so calibrating on it would push the threshold above 1 and switch the
+    detector off without a word. Refused, naming the samples."""
+    from robusteval.errors import DataFormatError
+    from robusteval.text import is_blank
+
+    blank = [s.id for s in samples if is_blank(s.response)]
+    if blank:
+        shown = ", ".join(repr(i) for i in blank[:5]) + (f" and {len(blank) - 5} more" if len(blank) > 5 else "")
+        raise DataFormatError(f"clean set {name}", f"{len(blank)} of {len(samples)} responses are empty or "
+                              f"invisible-only ({shown}); clean text calibrates what human text looks like, so "
+                              "remove them")
