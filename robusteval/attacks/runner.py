@@ -26,6 +26,7 @@ from robusteval.results import (
     samples_digest,
     write_json,
 )
+from robusteval.text import is_blank
 from robusteval.types import Sample
 
 
@@ -250,6 +251,7 @@ class AttackWorker:
         ref_text = yardstick(sample, victim_metric)
         before, reference_score = (float(v) for v in victim.score(sample, [sample.response, ref_text]))
         floored = original_floored(victim_metric, sample, before)
+        blank = is_blank(sample.response)  # scored at all only by a metric's on_empty fallback
         refused = victim.is_rejected(sample, sample.response)
         ref_guarded = reference_guarded(victim, victim_metric, sample, ref_text, reference_score)
         gold_before = gold.score_one(sample, sample.response) if gold else None
@@ -289,7 +291,11 @@ class AttackWorker:
                 r.meta["attack_gold_before"] = r.gold_before
             r.victim_before = before
             r.gold_before = gold_before if gold is not None else r.gold_before
-            if refused and r.outcome == "attacked":
+            if blank and r.outcome == "attacked":
+                r.outcome, r.note = "skipped", ("the clean original is empty or invisible-only: the metric "
+                                                "scored it with its on_empty fallback, so no attack on it can be "
+                                                "judged")
+            elif refused and r.outcome == "attacked":
                 r.outcome, r.note, r.victim_before = ("original_rejected", "the guard refused the clean original",
                                                       None)
                 r.victim_after = None
