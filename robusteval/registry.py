@@ -128,28 +128,36 @@ def accepted_options(factory: Callable[..., Any]) -> list[str] | None:
 
 def build(factory: Callable[..., T], options: dict[str, Any], what: str) -> T:
     """``factory(**options)``, with the user's mistakes as :class:`RobustevalError` naming
-    ``what`` (e.g. "metric 'bleu'"): an option the factory does not take is named with the ones
-    it does, and a value its constructor rejects (a ValueError, a KeyError from a library's table
-    of choices, a TypeError of a wrong type) is reported with the options given, the original
-    error chained. A factory taking ``**kwargs`` accepts any name, as before."""
-    accepted = accepted_options(factory)
-    if accepted is not None:
-        unknown = [k for k in options if k not in accepted]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], accepted, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise RobustevalError(f"{what}: unknown option{'s' if len(unknown) > 1 else ''} "
-                                  f"{', '.join(map(repr, unknown))}{hint}; it takes "
-                                  f"{', '.join(accepted) or 'no options'}")
+    ``what`` (e.g. "metric 'bleu'"): an option the factory does not take (Python's own
+    "unexpected keyword argument", so a class that hands ``**kwargs`` to something other than
+    its base is never second-guessed) is named with a close match and the options
+    :func:`accepted_options` finds; a value its constructor rejects (a ValueError, a KeyError
+    from a library's table of choices, a TypeError of a wrong type) is reported with the options
+    given. The original error is chained."""
     try:
         return factory(**options)
     except RobustevalError:
         raise
-    except (ValueError, KeyError, TypeError) as exc:
-        given = ", ".join(f"{k}={v!r}" for k, v in options.items())
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        raise RobustevalError(f"{what} cannot be built with {given or 'its defaults'}: "
-                              f"{type(exc).__name__}: {msg}") from exc
+    except TypeError as exc:
+        found = _UNEXPECTED.search(str(exc))
+        if found is None or found.group(1) not in options:
+            raise _not_built(what, options, exc) from exc
+        name, accepted = found.group(1), accepted_options(factory)
+        close = difflib.get_close_matches(name, accepted or [], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        takes = f"; it takes {', '.join(accepted) or 'no options'}" if accepted is not None else ""
+        raise RobustevalError(f"{what}: unknown option {name!r}{hint}{takes}") from exc
+    except (ValueError, KeyError) as exc:
+        raise _not_built(what, options, exc) from exc
+
+
+_UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
+
+
+def _not_built(what: str, options: dict[str, Any], exc: Exception) -> RobustevalError:
+    given = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    return RobustevalError(f"{what} cannot be built with {given or 'its defaults'}: {type(exc).__name__}: {msg}")
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:

@@ -67,6 +67,12 @@ def test_accepted_options_follows_kwargs_up_the_mro_and_stays_open_when_it_canno
     def open_ended(**kwargs: object) -> dict[str, object]:
         return kwargs
 
+    class Swallow(Base):  # keeps its own **kwargs (as a function metric does for its function)
+        def __init__(self, **kwargs: object) -> None:
+            super().__init__()
+            self.kwargs = kwargs
+
+    assert build(Swallow, {"threshold": 3}, "x").kwargs == {"threshold": 3}  # Python decides, not a guess
     assert accepted_options(Child) == ["b", "a"]
     assert accepted_options(open_ended) is None
     assert build(open_ended, {"anything": 1}, "x") == {"anything": 1}  # nothing refused that might be taken
