@@ -140,6 +140,10 @@ def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[dic
             obj = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             if n == len(lines) and not line.endswith(b"\n"):
+                import warnings
+
+                warnings.warn(f"{p}: line {n} is incomplete (its writer stopped mid-line): skipped, "
+                              f"{len(rows)} complete rows read", stacklevel=3)
                 break
             raise DataFormatError(p, f"not JSON: {getattr(e, 'msg', e)}", line=n) from None
         if isinstance(obj, dict) and FINGERPRINT_KEY in obj:

@@ -192,3 +192,25 @@ def test_an_empty_original_scored_by_the_fallback_is_skipped_not_counted(tmp_pat
     assert blank.outcome == "skipped" and "on_empty fallback" in blank.note
     summary = json.loads((out / "summary.json").read_text())["attacks"]["generic-hello"]
     assert (summary["attacked"], summary["skipped"], summary["n"]) == (5, 1, 6)
+
+
+# -- command lines and config files -----------------------------------------------------------
+def test_a_config_that_is_not_yaml_names_the_file_and_line(tmp_path, capsys) -> None:
+    bad = tmp_path / "score.yaml"
+    bad.write_text("metric: rougeL\ndataset: [d.jsonl\n", encoding="utf-8")
+    assert main(["score", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"config {bad}: not valid YAML, line 3, column 1: expected ',' or ']'" in err
+
+
+def test_the_underscore_spelling_of_a_list_flag_takes_one_value_too(tmp_path) -> None:
+    """--attack_results DIR was refused ("expected list") while --attack-results DIR worked."""
+    from robusteval.cli.main import parse
+
+    for flag in ("--attack-results", "--attack_results"):
+        _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
+                        flag, "runs/a", flag, "runs/b", "--out-dir", "o"])
+        assert cfg.attack_results == ["runs/a", "runs/b"]
+    _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
+                    "--attack_results", '["runs/a", "runs/c"]', "--out-dir", "o"])
+    assert cfg.attack_results == ["runs/a", "runs/c"]  # a list as a whole still reads as one

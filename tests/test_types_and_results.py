@@ -80,3 +80,13 @@ def test_a_run_names_the_commit_it_started_with_even_when_the_checkout_moves_on(
         assert results.provenance()["git_commit"] == start == "a" * 40
     finally:
         results.git_commit.cache_clear()
+
+
+def test_reading_a_torn_log_says_what_it_skipped(tmp_path) -> None:
+    """A reader (guard evaluate, compare's report) skips a torn last line, and says so."""
+    from robusteval.results import read_jsonl
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "1"}\n{"id": "2"}\n{"id": "3", "sco', encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"rows\.jsonl: line 3 is incomplete .*: skipped, 2 complete rows read"):
+        assert [r["id"] for r in read_jsonl(path)] == ["1", "2"]

@@ -88,6 +88,11 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
             continue
         name, eq, inline = tok.partition("=")
         alias = aliases.get(name)
+        if alias is None and "_" in name:  # --attack_results DIR: the dashed alias's own target, given one value
+            dashed = aliases.get(name.replace("_", "-"))
+            value = inline if eq else (argv[i] if i < len(argv) else "")
+            if dashed is not None and dashed.new == name and not value.lstrip().startswith(("[", "{")):
+                alias = dashed
         if alias is None:
             head, dot, rest = name.partition(".")
             if head not in known and head.startswith("--") and head.replace("-", "_")[2:] != head[2:]:
@@ -338,9 +343,16 @@ def check_file_keys(cls: type, path: str | os.PathLike[str]) -> None:
     to jsonargparse, which names the problem."""
     import yaml
 
+    is_file = Path(path).is_file()
     try:
-        text = Path(path).read_text(encoding="utf-8") if Path(path).is_file() else str(path)
+        text = Path(path).read_text(encoding="utf-8") if is_file else str(path)
         raw = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        if not is_file:
+            return
+        mark = exc.problem_mark or exc.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"not valid YAML{where}: {exc.problem or exc.context}") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return
     check_keys(cls, raw)
