@@ -59,3 +59,12 @@ class UnknownNameError(RobustevalError, KeyError):
 
 class RunMismatchError(RobustevalError):
     """``--resume`` was asked to continue an output folder written by a different run."""
+
+
+class OptionError(RobustevalError, ValueError):
+    """A metric, attack, detector or perturbation was given an option value it rejects
+    (:func:`robusteval.registry.build`); still a ValueError, as the constructor raised."""
+
+
+class UnknownOptionError(RobustevalError, TypeError):
+    """A factory was given an option it does not take; still the TypeError Python raised."""

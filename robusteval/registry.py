@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
-from robusteval.errors import RobustevalError, UnknownNameError
+from robusteval.errors import OptionError, RobustevalError, UnknownNameError, UnknownOptionError
 
 T = TypeVar("T")
 
@@ -127,13 +127,14 @@ def accepted_options(factory: Callable[..., Any]) -> list[str] | None:
 
 
 def build(factory: Callable[..., T], options: dict[str, Any], what: str) -> T:
-    """``factory(**options)``, with the user's mistakes as :class:`RobustevalError` naming
-    ``what`` (e.g. "metric 'bleu'"): an option the factory does not take (Python's own
-    "unexpected keyword argument", so a class that hands ``**kwargs`` to something other than
-    its base is never second-guessed) is named with a close match and the options
-    :func:`accepted_options` finds; a value its constructor rejects (a ValueError, a KeyError
-    from a library's table of choices, a TypeError of a wrong type) is reported with the options
-    given. The original error is chained."""
+    """``factory(**options)``, with the user's mistakes as errors naming ``what`` (e.g.
+    "metric 'bleu'") that the CLI reports in one line: an option the factory does not take
+    (Python's own "unexpected keyword argument", so a class that hands ``**kwargs`` to something
+    other than its base is never second-guessed) is an :class:`UnknownOptionError` (a
+    TypeError) with a close match and the options :func:`accepted_options` finds; a value its
+    constructor rejects (a ValueError, a KeyError from a library's table of choices, a TypeError
+    of a wrong type) is an :class:`OptionError` (a ValueError; a TypeError stays one) with the
+    options given. The original error is chained, and its message kept whole."""
     try:
         return factory(**options)
     except RobustevalError:
@@ -141,23 +142,27 @@ def build(factory: Callable[..., T], options: dict[str, Any], what: str) -> T:
     except TypeError as exc:
         found = _UNEXPECTED.search(str(exc))
         if found is None or found.group(1) not in options:
-            raise _not_built(what, options, exc) from exc
+            raise _not_built(what, options, exc, _OptionTypeError) from exc
         name, accepted = found.group(1), accepted_options(factory)
         close = difflib.get_close_matches(name, accepted or [], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         takes = f"; it takes {', '.join(accepted) or 'no options'}" if accepted is not None else ""
-        raise RobustevalError(f"{what}: unknown option {name!r}{hint}{takes}") from exc
+        raise UnknownOptionError(f"{what}: unknown option {name!r}{hint}{takes}") from exc
     except (ValueError, KeyError) as exc:
-        raise _not_built(what, options, exc) from exc
+        raise _not_built(what, options, exc, OptionError) from exc
 
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
 
 
-def _not_built(what: str, options: dict[str, Any], exc: Exception) -> RobustevalError:
+class _OptionTypeError(OptionError, TypeError):
+    """A value of the wrong type: an OptionError that is still the TypeError it was."""
+
+
+def _not_built(what: str, options: dict[str, Any], exc: Exception, cls: type[OptionError]) -> OptionError:
     given = ", ".join(f"{k}={v!r}" for k, v in options.items())
-    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    return RobustevalError(f"{what} cannot be built with {given or 'its defaults'}: {type(exc).__name__}: {msg}")
+    msg = f"no such choice {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
+    return cls(f"{what} with {given}: {msg}" if given else f"{what}: {msg}")
 
 
 def _entry_points(group: str) -> list[metadata.EntryPoint]:

@@ -198,9 +198,10 @@ class SuiteSpec:
         _keys(self.split, set(SPLIT_DEFAULTS), f"{where}.split")
         self.split = {**SPLIT_DEFAULTS, **{k: float(v) for k, v in self.split.items()}}
         val, test = self.split["val_fraction"], self.split["test_fraction"]
-        if not (0.0 <= val < 1.0 and 0.0 < test <= 1.0 and val + test <= 1.0):
-            raise ConfigError(f"{where}.split: val_fraction in [0, 1), test_fraction in (0, 1] and their sum at most 1 "
-                              f"(the rest of the contexts train), got val_fraction={val:g}, test_fraction={test:g}")
+        if not (0.0 <= val <= 1.0 and 0.0 <= test <= 1.0 and val + test <= 1.0):
+            raise ConfigError(f"{where}.split: val_fraction and test_fraction are shares of the contexts, each in "
+                              f"[0, 1] and together at most 1 (the rest train), got val_fraction={val:g}, "
+                              f"test_fraction={test:g}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"{where}.limit: at least 1 test context, got {self.limit}")
         _keys(self.evasion, {"weight", "fluency", "max_variants"}, f"{where}.evasion")
