@@ -37,6 +37,10 @@ class DataFormatError(RobustevalError):
         self.field = field
 
 
+class EmptyDataError(DataFormatError):
+    """A data source has no rows (a folder of shards skips an empty one)."""
+
+
 class InputError(RobustevalError):
     """A sample cannot be scored as given; names the sample id and field."""
 

@@ -141,14 +141,18 @@ def build(factory: Callable[..., T], options: dict[str, Any], what: str) -> T:
         raise
     except TypeError as exc:
         found = _UNEXPECTED.search(str(exc))
-        if found is None or found.group(1) not in options:
+        accepted = accepted_options(factory)
+        # Python's complaint about an option the factory does take came from a call inside it
+        if found is None or found.group(1) not in options or found.group(1) in (accepted or ()):
             raise _not_built(what, options, exc, _OptionTypeError) from exc
-        name, accepted = found.group(1), accepted_options(factory)
+        name = found.group(1)
         close = difflib.get_close_matches(name, accepted or [], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         takes = f"; it takes {', '.join(accepted) or 'no options'}" if accepted is not None else ""
         raise UnknownOptionError(f"{what}: unknown option {name!r}{hint}{takes}") from exc
-    except (ValueError, KeyError) as exc:
+    except KeyError as exc:
+        raise _not_built(what, options, exc, _OptionKeyError) from exc
+    except ValueError as exc:
         raise _not_built(what, options, exc, OptionError) from exc
 
 
@@ -159,9 +163,21 @@ class _OptionTypeError(OptionError, TypeError):
     """A value of the wrong type: an OptionError that is still the TypeError it was."""
 
 
+class _OptionKeyError(OptionError, KeyError):
+    """A lookup that failed inside the constructor: an OptionError that is still a KeyError."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def _not_built(what: str, options: dict[str, Any], exc: Exception, cls: type[OptionError]) -> OptionError:
     given = ", ".join(f"{k}={v!r}" for k, v in options.items())
-    msg = f"no such choice {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
+    if isinstance(exc, KeyError) and exc.args:
+        key = exc.args[0]
+        given_values = [v for v in options.values() if isinstance(v, str | int | float)]
+        msg = f"no such choice {key!r}" if key in given_values else f"KeyError {key!r}"
+    else:
+        msg = str(exc)
     return cls(f"{what} with {given}: {msg}" if given else f"{what}: {msg}")
 
 

@@ -83,6 +83,22 @@ def test_accepted_options_follows_kwargs_up_the_mro_and_stays_open_when_it_canno
             self.kwargs = kwargs
 
     assert build(Swallow, {"threshold": 3}, "x").kwargs == {"threshold": 3}  # Python decides, not a guess
+
+    class Inner:  # passes an option it takes on to a call that refuses it
+        def __init__(self, tokenize: str = "x") -> None:
+            dict(a=1).get(tokenize=tokenize)  # type: ignore[call-overload]
+
+    with pytest.raises(TypeError) as err:
+        build(Inner, {"tokenize": "y"}, "metric 'm'")
+    assert "unknown option" not in str(err.value) and "metric 'm' with tokenize='y'" in str(err.value)
+
+    class Lookup:
+        def __init__(self, table: str = "a") -> None:
+            self.value = {"a": 1}[table]
+
+    with pytest.raises(KeyError) as key_err:  # still the KeyError it was, for code that caught it
+        build(Lookup, {"table": "b"}, "metric 'm'")
+    assert str(key_err.value) == "metric 'm' with table='b': no such choice 'b'"
     assert accepted_options(Child) == ["b", "a"]
     assert accepted_options(open_ended) is None
     assert build(open_ended, {"anything": 1}, "x") == {"anything": 1}  # nothing refused that might be taken
@@ -121,7 +137,10 @@ def test_empty_files_and_headers_without_rows_are_refused(tmp_path) -> None:
 def test_a_negative_limit_is_refused(tmp_path) -> None:
     path = _jsonl(tmp_path / "d.jsonl", ROWS)
     assert len(data.load(path, limit=2)) == 2 and len(data.load(path, limit=0)) == 0
-    for bad in (-1, 1.5, True):
+    import numpy as np
+
+    assert len(data.load(path, limit=np.int64(3))) == 3
+    for bad in (-1, 1.5, True, "2"):
         with pytest.raises(RobustevalError, match=r"limit must be a whole number >= 0"):
             data.load(path, limit=bad)  # type: ignore[arg-type]
 
@@ -224,3 +243,43 @@ def test_the_underscore_spelling_of_a_list_flag_takes_one_value_too(tmp_path) ->
     _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
                     "--attack_results", '["runs/a", "runs/c"]', "--out-dir", "o"])
     assert cfg.attack_results == ["runs/a", "runs/c"]  # a list as a whole still reads as one
+
+
+def test_metaeval_checks_each_metrics_datasets_and_limits(tmp_path) -> None:
+    from robusteval.config.metaeval import MetaDataset, MetaevalConfig, MetaMetric
+
+    def cfg(**metric: object) -> MetaevalConfig:
+        return MetaevalConfig(metrics=[MetaMetric(name="chrf", **metric)], datasets=[MetaDataset(name="d.jsonl")],
+                              out_dir=str(tmp_path))
+
+    with pytest.raises(ConfigError, match=r"metric chrf: datasets \['other.jsonl'\] are not among"):
+        cfg(datasets=["other.jsonl"]).validate()
+    with pytest.raises(ConfigError, match=r"metric chrf: limit must be at least 1, got -2"):
+        cfg(limit=-2).validate()
+
+
+def test_a_blank_original_behind_a_guard_is_skipped_without_running_the_attacks(tmp_path) -> None:
+    rows = [dict(r) for r in ROWS]
+    rows[4]["response"] = " \u200b "
+    path = _jsonl(tmp_path / "d.jsonl", rows)
+    out = tmp_path / "a"
+    assert main(["attack", "--metric", "rougeL", "-o", "on_empty=floor", "--guard", "nonalnum",
+                 "--dataset", path, "--attacks", "repeat-words,generic-hello", "--out-dir", str(out)]) == 0
+    from robusteval.attacks.runner import BLANK_ORIGINAL, read_results
+
+    blank = [r for r in read_results(out)[0] if r.sample_id == "ru"]
+    assert len(blank) == 2 and all(r.outcome == "skipped" and r.note == BLANK_ORIGINAL for r in blank)
+    assert all(r.adversarial is None and r.model_calls == 0 for r in blank)
+
+
+def test_a_folder_skips_an_empty_shard_and_refuses_an_empty_split(tmp_path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _jsonl(folder / "test-00000-of-00002.jsonl", ROWS)
+    (folder / "test-00001-of-00002.jsonl").write_text("", encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"test-00001-of-00002\.jsonl: no rows, skipped"):
+        assert [s.id for s in data.load(str(folder))] == [r["id"] for r in ROWS]
+    _jsonl(folder / "test-00000-of-00002.jsonl", [])
+    with pytest.warns(UserWarning, match="no rows, skipped"), \
+            pytest.raises(DataFormatError, match=r"none of its 2 data files has a row"):
+        data.load(str(folder))

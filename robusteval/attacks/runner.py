@@ -118,6 +118,8 @@ def attack_identity(attack: Attack) -> dict[str, Any]:
     return {"name": attack.name, "class": f"{type(attack).__module__}.{type(attack).__qualname__}", "options": opts}
 
 
+BLANK_ORIGINAL = ("the clean original is empty or invisible-only: the metric scored it with its on_empty fallback, "
+                  "so no attack on it can be judged")
 FLOORING = ("floor", "sanitize")  # guard policies that score a flagged text 0
 
 
@@ -259,6 +261,9 @@ class AttackWorker:
         # scored together in one batched victim call below
         results = []
         for attack in (self.attacks[n] for n in names):
+            if blank:  # nothing to attack: the original was scored only by the metric's fallback
+                results.append((attack, attack.skipped(sample, BLANK_ORIGINAL)))
+                continue
             calls0, hits0 = victim.counters()
             r = attack.run(sample, victim if attack.needs_victim else None, st.budget)
             calls1, hits1 = victim.counters()
@@ -291,11 +296,7 @@ class AttackWorker:
                 r.meta["attack_gold_before"] = r.gold_before
             r.victim_before = before
             r.gold_before = gold_before if gold is not None else r.gold_before
-            if blank and r.outcome == "attacked":
-                r.outcome, r.note = "skipped", ("the clean original is empty or invisible-only: the metric "
-                                                "scored it with its on_empty fallback, so no attack on it can be "
-                                                "judged")
-            elif refused and r.outcome == "attacked":
+            if refused and r.outcome == "attacked":
                 r.outcome, r.note, r.victim_before = ("original_rejected", "the guard refused the clean original",
                                                       None)
                 r.victim_after = None

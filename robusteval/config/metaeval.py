@@ -83,6 +83,17 @@ class MetaevalConfig(Output):
         metrics, datasets = self.plan()
         if not metrics or not datasets:
             raise ConfigError("nothing to do: give --metric and --dataset, or a --config with 'metrics' and 'datasets'")
+        names = [d.name for d in datasets]
+        for m in metrics:
+            unknown = [d for d in m.datasets if d not in names]
+            if unknown:
+                raise ConfigError(f"metric {m.label or m.name}: datasets {unknown} are not among the config's "
+                                  f"datasets ({', '.join(names)})")
+            if m.limit is not None and m.limit < 1:
+                raise ConfigError(f"metric {m.label or m.name}: limit must be at least 1, got {m.limit}")
+        for d in datasets:
+            if d.limit is not None and d.limit < 1:
+                raise ConfigError(f"dataset {d.name}: limit must be at least 1, got {d.limit}")
 
 
 ALIASES = {"-o": Alias("--options", "kv"), "--option": Alias("--options", "kv"),

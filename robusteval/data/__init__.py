@@ -111,8 +111,8 @@ def load(spec: Any, data_dir: str | os.PathLike[str] | None = None, limit: int |
     ``columns`` (Sample field -> column), ``task`` and ``split`` apply to files, folders,
     Hugging Face data and records; ``options`` go to the registered loader, the plugin's
     function, or :func:`~robusteval.data.generic.load_file` (``human=``, ``scales=``, ``fmt=``)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise RobustevalError(f"limit must be a whole number >= 0 (the first N samples), got {limit!r}")
+    if limit is not None:
+        limit = _check_limit(limit)
     shaping: dict[str, Any] = {"columns": columns, "task": task, "split": split}
     if isinstance(spec, str) and spec in _INFOS:
         given = [k for k, v in shaping.items() if v is not None]
@@ -124,6 +124,20 @@ def load(spec: Any, data_dir: str | os.PathLike[str] | None = None, limit: int |
         samples = _load_other(spec, data_dir, shaping, options)
     samples = mark_conversations(samples)  # before the limit: a conversation is the whole file's
     return samples[:limit] if limit is not None else samples
+
+
+def _check_limit(limit: Any) -> int:
+    """``limit`` as an int (numpy integers welcome), refused when it is negative or not whole:
+    a negative one used to cut from the end."""
+    import operator
+
+    try:
+        value = operator.index(limit) if not isinstance(limit, bool) else -1
+    except TypeError:
+        value = -1
+    if value < 0:
+        raise RobustevalError(f"limit must be a whole number >= 0 (the first N samples), got {limit!r}")
+    return value
 
 
 def _load_other(spec: Any, data_dir: str | os.PathLike[str] | None, shaping: dict[str, Any],

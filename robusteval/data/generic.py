@@ -50,7 +50,7 @@ from robusteval.data.base import (
     read_json_records,
     split_turns,
 )
-from robusteval.errors import DataFormatError
+from robusteval.errors import DataFormatError, EmptyDataError
 from robusteval.types import TASKS, HumanScale, Sample
 
 log = logging.getLogger(__name__)
@@ -185,13 +185,13 @@ def from_records(rows: Iterable[Row] | Iterable[Mapping[str, Any]], source: str 
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
     if not numbered and not keys:
-        raise DataFormatError(source, f"no {unit}s: the data is empty")
+        raise EmptyDataError(source, f"no {unit}s: the data is empty")
     fields, aspects = recognize(keys, columns, human)
     # scores the caller mapped must be there; recognized ones may be missing in some rows
     strict = human is not None or any(f.startswith("human.") for f in columns or {})
     _check_columns(source, keys, fields, aspects, unit)  # a header without rows is checked too
     if not numbered:
-        raise DataFormatError(source, f"no {unit}s after the header ({', '.join(keys)}): the data has no samples")
+        raise EmptyDataError(source, f"no {unit}s after the header ({', '.join(keys)}): the data has no samples")
     if task is None:
         hints = {_norm(fields.get("context", "")), _norm(fields.get("response", ""))}
         task = "summarization" if hints & SUMMARIZATION_HINTS else "dialogue"

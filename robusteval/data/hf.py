@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.data.generic import FORMATS, from_records, load_file
-from robusteval.errors import DataFormatError, MissingResourceError
+from robusteval.errors import DataFormatError, EmptyDataError, MissingResourceError
 from robusteval.types import Sample
 
 SPLIT_ORDER = ("test", "validation", "train")
@@ -156,6 +156,16 @@ def load_folder(folder: Path, split: str | None = None, columns: Mapping[str, st
     if is_saved_dataset(folder):
         return load_saved(folder, split, columns=columns, task=task, **options)
     out: list[Sample] = []
-    for f in data_files(folder, split):
-        out += load_file(f, columns=columns, task=task, **options)
+    files = data_files(folder, split)
+    for f in files:
+        try:
+            out += load_file(f, columns=columns, task=task, **options)
+        except EmptyDataError:
+            if len(files) == 1:
+                raise
+            import warnings
+
+            warnings.warn(f"{f}: no rows, skipped (an empty shard of {folder})", stacklevel=2)
+    if not out:
+        raise EmptyDataError(folder, f"none of its {len(files)} data files has a row")
     return out
