@@ -9,7 +9,8 @@ the whole of Unicode:
   Arabic, Hindi or Russian text is not flagged (the tests run it on xDial's machine translations);
 * the longest run of consecutive non-alphanumeric, non-space characters (``"~&;$}%(`` is a
   run of 7; ordinary text rarely exceeds 3, e.g. ``?!"``) and their share of the
-  non-space characters;
+  non-space characters, counted as if the text had two letters more (version 2), so that a
+  one-character word and its full stop ("예.", "是。") reads like English "No.";
 * invisible or reserved characters (control, format / zero-width, private use, surrogates,
   unassigned) — none belongs in a response, except the zero-width (non-)joiners that spell
   words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts) and emoji ZWJ
@@ -31,6 +32,11 @@ from robusteval.detectors.base import Detector, register_detector, squash
 from robusteval.types import Sample
 
 _ALLOWED_CONTROL = {"\n", "\t", "\r"}
+#: letters added to a text's length in its non-alphanumeric share (version 2): without it a
+#: one-character word and its full stop ("예.", "是。": words of one Hangul syllable or Han
+#: character) had a share of 1/2 and were flagged at the default threshold, which English
+#: "No." (1/3) never was
+SHARE_PRIOR = 2
 HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}
 CONFUSABLE_SCRIPTS = {"LATIN", "CYRILLIC", "GREEK"}
 
@@ -95,7 +101,9 @@ def features(text: str) -> dict[str, Any]:
         scripts = {char_script(c) for c in token if c.isalpha()}
         if len(scripts & CONFUSABLE_SCRIPTS) >= 2:
             mixed += 1
-    return {"longest_run": longest, "share": nonalnum / nonspace if nonspace else 0.0,
+    # the share counts two letters more than the text has: one mark after a one-character word
+    # ("是。", "예.", "No." alike) is ordinary punctuation, not a string of symbols
+    return {"longest_run": longest, "share": nonalnum / (nonspace + SHARE_PRIOR) if nonspace else 0.0,
             "invisible": invisible, "mixed_script_tokens": mixed, "alnum": alnum}
 
 
@@ -108,6 +116,7 @@ class NonAlnum(Detector):
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.5
     reads: ClassVar[tuple[str, ...]] = ("response",)
+    version: ClassVar[int] = 2  # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies)
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
                  threshold: float | None = None) -> None:

@@ -38,7 +38,7 @@ def test_the_nine_detectors_are_registered_with_metadata() -> None:
 # -- nonalnum ------------------------------------------------------------------------------
 def test_nonalnum_features_exact() -> None:
     f = nonalnum.features('ok "~&;$}%( ok')
-    assert f["longest_run"] == 8 and f["alnum"] == 4 and f["invisible"] == 0 and f["share"] == pytest.approx(8 / 12)
+    assert f["longest_run"] == 8 and f["alnum"] == 4 and f["invisible"] == 0 and f["share"] == pytest.approx(8 / (12 + 2))  # 8 marks of 12 characters, two letters added (v2)
     assert nonalnum.features("hello\u200bworld")["invisible"] == 1
     assert nonalnum.features("pаypal")["mixed_script_tokens"] == 1  # Cyrillic а
     assert nonalnum.features("Hello, world!")["longest_run"] == 1
@@ -70,6 +70,19 @@ def test_nonalnum_accepts_joiners_that_spell_words(text: str) -> None:
                                   "违\u200d规"])
 def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
     assert nonalnum.features(text)["invisible"] == 1
+    assert detectors.load("nonalnum").detect([dlg(text)])[0] >= 0.5
+
+
+@pytest.mark.parametrize("text", ["예.", "네!", "是。", "好！", "はい。", "Да.", "No.", "Oui !"])
+def test_nonalnum_reads_a_one_character_word_and_its_mark_as_ordinary(text: str) -> None:
+    """A Hangul syllable or a Han character is a whole word: "예." had a share of 1/2 and was
+    flagged at the default threshold (a well-rated Korean reply, BENCHMARKS §9b), where English
+    "No." never was. Version 2 counts two letters more in the share."""
+    assert detectors.load("nonalnum").detect([dlg(text)])[0] < 0.5
+
+
+@pytest.mark.parametrize("text", [".", "?!", ". , . , .", "a . . . . .", "ok ~&;$}%(", "好 ~&;$}%("])
+def test_nonalnum_still_flags_symbol_strings(text: str) -> None:
     assert detectors.load("nonalnum").detect([dlg(text)])[0] >= 0.5
 
 
@@ -526,7 +539,7 @@ def test_thresholds_file(tmp_path) -> None:
     from robusteval.errors import DataFormatError, RobustevalError
 
     good = tmp_path / "t.json"
-    good.write_text(json.dumps({"detectors": {"nonalnum": {"threshold": 0.3, "signature": detectors.load("nonalnum").signature()}}}))
+    good.write_text(json.dumps({"detectors": {"nonalnum": {"threshold": 0.3, "signature": detectors.load("nonalnum").identity()}}}))
     d = detectors.load("nonalnum", thresholds=good)
     assert d.threshold == 0.3 and d.threshold_source.startswith("calibrated")
     with pytest.raises(RobustevalError, match="recalibrate"):

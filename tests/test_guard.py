@@ -318,7 +318,7 @@ def test_joint_guard_fits_calibrates_saves_as_json_and_reloads(tmp_path) -> None
     clean = rng.uniform(0.0, 0.3, size=(200, 2))
     adv = np.c_[rng.uniform(0.5, 1.0, 100), rng.uniform(0.0, 0.3, 100)]  # only the first detector tells
     params = joint.fit(np.r_[clean, adv], np.r_[np.zeros(200), np.ones(100)], clean, 0.01,
-                       ["nonalnum", "speaker_tag"], [detectors.load("nonalnum").signature(), ""])
+                       ["nonalnum", "speaker_tag"], [detectors.load("nonalnum").identity(), ""])
     assert params["coef"][0] > abs(params["coef"][1])
     assert np.mean(joint.predict(params, clean) >= params["threshold"]) <= 0.01  # the budget holds on its data
     assert np.mean(joint.predict(params, adv) >= params["threshold"]) > 0.9
