@@ -163,6 +163,7 @@ def test_metaeval_refuses_data_without_ratings_or_the_asked_aspect(tmp_path, cap
     unrated = _jsonl(tmp_path / "unrated.jsonl", [{k: v for k, v in r.items() if k != "rating"} for r in ROWS])
     assert main(["metaeval", "--metric", "chrf", "--dataset", unrated, "--out-dir", str(tmp_path / "m1")]) == 2
     assert "unrated.jsonl: no sample has a human rating" in capsys.readouterr().err
+    assert not (tmp_path / "m1").exists()  # refused before the output folder is made
     rated = _jsonl(tmp_path / "rated.jsonl", ROWS)
     assert main(["metaeval", "--metric", "chrf", "--dataset", rated, "--aspects", "fluency",
                  "--out-dir", str(tmp_path / "m2")]) == 2

@@ -30,11 +30,11 @@ def run(cfg: MetaevalConfig) -> int:
     metrics_cfg, datasets_cfg = cfg.plan()
     for mc in metrics_cfg:
         check_name("metrics", mc.name)  # unknown names fail before any scoring
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     loaded = {d.name: load_samples(d.name, data_dir=cfg.data_dir, limit=d.limit) for d in datasets_cfg}
     for d in datasets_cfg:
         check_rated(d.name, loaded[d.name], d.aspects)
+    out = Path(cfg.out_dir)  # made once the data can be correlated at all
+    out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {d.name: {} for d in datasets_cfg}
     reports: dict[str, Any] = {}
     for mc in metrics_cfg:
