@@ -15,7 +15,12 @@ the whole of Unicode:
   unassigned) — none belongs in a response, except the zero-width (non-)joiners that spell
   words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts) and emoji ZWJ
   sequences;
-* homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek);
+* homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek), and
+  (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or Greek
+  letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
+  whole-script confusable (:func:`lookalike_tokens`). Boucher et al. 2022 ("Bad Characters",
+  IEEE S&P) swap whole words this way, and so does robusteval's own evasion attack
+  (:mod:`robusteval.attacks.evasion`, ``lookalike-token``), which got past version 2;
 * a response with no alphanumeric character at all.
 
 Suspicion is the largest of the per-feature scores; the default threshold 0.5 is replaced by
@@ -24,11 +29,14 @@ a calibrated one with ``robusteval guard calibrate``.
 
 from __future__ import annotations
 
+import functools
+import json
 import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector, squash
 
+from robusteval.paths import resource
 from robusteval.types import Sample
 
 _ALLOWED_CONTROL = {"\n", "\t", "\r"}
@@ -75,6 +83,46 @@ def joiner_in_word(text: str, i: int) -> bool:
     return a is not None and a == b and a in _JOINING_SCRIPTS
 
 
+@functools.lru_cache(maxsize=1)
+def to_latin() -> dict[str, str]:
+    """Cyrillic or Greek letter -> the Latin letter it looks like (Unicode TS #39,
+    ``confusables.txt``; the package's ``detectors/confusables.json``)."""
+    data = json.loads(resource("detectors/confusables.json").read_text(encoding="utf-8"))
+    return dict(data["to_latin"])
+
+
+def lookalike_tokens(text: str) -> list[int]:
+    """Indices (in ``text.split()``) of the words that pose as Latin ones: every letter of the
+    word Cyrillic or Greek *and* a lookalike of a Latin letter, in a text that has Latin
+    letters and no other Cyrillic or Greek word (Unicode TS #39's whole-script confusables,
+    read in the direction :func:`to_latin` lists).
+
+    A text with a real Cyrillic or Greek word ("Не так. Мне REDACTED лет.", a Russian reply
+    that quotes an English name) is in that script, so its short words ("Не", "А", "О") are
+    words, not disguises: no token is returned. Scanned over every text cell of the shared
+    data (370,201: xDial's ten languages, SummEval, USR, FED and the rest), this returns a token
+    for one text, FED's Russian "О, ML?" (twice: turn and dialogue files), whose only Cyrillic
+    word is a lookalike; without the second condition it did for 9. A Latin word in Cyrillic
+    text ("OK" in a Russian reply) is not looked for, since Russian text carries Latin acronyms
+    honestly."""
+    table = to_latin()
+    tokens = text.split()
+    latin = False
+    candidates: list[int] = []
+    for i, token in enumerate(tokens):
+        letters = [c for c in token if c.isalpha()]
+        scripts = {char_script(c) for c in letters}
+        latin = latin or "LATIN" in scripts
+        foreign = scripts & {"CYRILLIC", "GREEK"}
+        if not foreign:
+            continue
+        if scripts <= {"CYRILLIC", "GREEK"} and all(c in table for c in letters):
+            candidates.append(i)
+        elif not scripts & {"LATIN"}:
+            return []  # a real Cyrillic or Greek word: the text is (partly) in that script
+    return candidates if latin else []
+
+
 def features(text: str) -> dict[str, Any]:
     """Raw character statistics of ``text``."""
     run = longest = 0
@@ -104,7 +152,8 @@ def features(text: str) -> dict[str, Any]:
     # the share counts two letters more than the text has: one mark after a one-character word
     # ("是。", "예.", "No." alike) is ordinary punctuation, not a string of symbols
     return {"longest_run": longest, "share": nonalnum / (nonspace + SHARE_PRIOR) if nonspace else 0.0,
-            "invisible": invisible, "mixed_script_tokens": mixed, "alnum": alnum}
+            "invisible": invisible, "mixed_script_tokens": mixed, "lookalike_tokens": len(lookalike_tokens(text)),
+            "alnum": alnum}
 
 
 @register_detector
@@ -116,7 +165,9 @@ class NonAlnum(Detector):
     source: ClassVar[str] = "Mu & Lim 2022, Universal Evasion Attacks on Summarization Scoring, §6.2, Table 3"
     default_threshold: ClassVar[float] = 0.5
     reads: ClassVar[tuple[str, ...]] = ("response",)
-    version: ClassVar[int] = 2  # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies)
+    # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies); v3: whole-token
+    # lookalikes count as homoglyphs
+    version: ClassVar[int] = 3
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
                  threshold: float | None = None) -> None:
@@ -133,7 +184,7 @@ class NonAlnum(Detector):
             return 1.0
         run = squash(f["longest_run"] - 2, self.run_scale)  # runs of 1-2 (". ", '?"') are normal
         share = min(1.0, max(0.0, (f["share"] - self.share_floor) / self.share_span))
-        mixed = 0.9 if f["mixed_script_tokens"] else 0.0
+        mixed = 0.9 if f["mixed_script_tokens"] or f["lookalike_tokens"] else 0.0
         return max(run, share, mixed)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:

@@ -18,8 +18,11 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   and ``"tеасһеr"`` with five of seven letters Cyrillic, become Latin), to Cyrillic or Greek
   when every Latin letter is a lookalike of that script's (a Russian word with one Latin
   ``a``), else to the majority script. Tokens in one script are never touched, so Russian or
-  Greek text is left as it is. This runs before role prefixes are removed, so a disguised
-  label (``"tеасһеr:"``) is recognized once it is spelled in Latin.
+  Greek text is left as it is. A whole word spelled in Cyrillic or Greek lookalikes of Latin
+  letters inside Latin text (``"һоԝ"``, a Cyrillic ``"і"``;
+  :func:`robusteval.detectors.nonalnum.lookalike_tokens`) is mapped to Latin too. This runs
+  before role prefixes are removed, so a disguised label (``"tеасһеr:"``) is recognized once
+  it is spelled in Latin.
 
 Whitespace runs left by a removal are collapsed. The result is deterministic and idempotent.
 """
@@ -27,17 +30,22 @@ Whitespace runs left by a removal are collapsed. The result is deterministic and
 from __future__ import annotations
 
 import functools
-import json
 import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from robusteval.detectors.nonalnum import CONFUSABLE_SCRIPTS, HIDDEN_CATEGORIES, char_script, joiner_in_word
+from robusteval.detectors.nonalnum import (
+    CONFUSABLE_SCRIPTS,
+    HIDDEN_CATEGORIES,
+    char_script,
+    joiner_in_word,
+    lookalike_tokens,
+    to_latin,
+)
 from robusteval.detectors.speaker_tag import ROLE_PREFIX, roles
 
-from robusteval.paths import resource
 from robusteval.text import is_invisible
 
 _KEEP = {"\n", "\t", "\r", " "}
@@ -56,18 +64,12 @@ class Sanitized:
 
 
 @functools.lru_cache(maxsize=1)
-def _to_latin() -> dict[str, str]:
-    data = json.loads(resource("detectors/confusables.json").read_text(encoding="utf-8"))
-    return dict(data["to_latin"])
-
-
-@functools.lru_cache(maxsize=1)
 def lookalikes() -> dict[str, dict[str, str]]:
     """Per script (CYRILLIC, GREEK): Latin letter -> that script's lookalike (the first one
     TS #39 lists). The sanitizer undoes them; the evasion attack
     (:mod:`robusteval.attacks.evasion`) uses them."""
     out: dict[str, dict[str, str]] = {}
-    for foreign, latin in _to_latin().items():
+    for foreign, latin in to_latin().items():
         out.setdefault(char_script(foreign), {}).setdefault(latin, foreign)
     return out
 
@@ -115,17 +117,17 @@ def _fix_token(token: str) -> str:
     mixed = [s for s in counts if s in CONFUSABLE_SCRIPTS]
     if len(mixed) < 2:
         return token
-    to_latin = _to_latin()
+    latin_of = to_latin()
     foreign = [c for c in token if c.isalpha() and char_script(c) != "LATIN"]
     latin = [c for c in token if c.isalpha() and char_script(c) == "LATIN"]
-    if all(c in to_latin for c in foreign):  # only lookalikes of Latin letters: a disguised Latin word
+    if all(c in latin_of for c in foreign):  # only lookalikes of Latin letters: a disguised Latin word
         major = "LATIN"
     elif all(any(c in table for table in lookalikes().values()) for c in latin):  # Latin intrusions
         major = max((s for s in mixed if s != "LATIN"), key=lambda s: counts[s])
     else:
         major = max(mixed, key=lambda s: (counts[s], s == "LATIN"))
     if major == "LATIN":
-        table = _to_latin()
+        table = to_latin()
         return "".join(table.get(c, c) if char_script(c) != "LATIN" else c for c in token)
     table = lookalikes().get(major, {})
     return "".join(table.get(c, c) if char_script(c) == "LATIN" else c for c in token)
@@ -133,7 +135,11 @@ def _fix_token(token: str) -> str:
 
 def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
     parts = re.split(r"(\s+)", text)
-    fixed = [_fix_token(p) if p and not p.isspace() else p for p in parts]
+    words = [i for i, p in enumerate(parts) if p and not p.isspace()]  # in text.split() order
+    posing = {words[k] for k in lookalike_tokens(text)}
+    table = to_latin()
+    fixed = ["".join(table.get(c, c) for c in p) if i in posing else _fix_token(p) if p and not p.isspace() else p
+             for i, p in enumerate(parts)]
     changes = [f"{a}->{b}" for a, b in zip(parts, fixed, strict=True) if a != b]
     if changes:
         removed["homoglyphs"] = changes
@@ -147,7 +153,7 @@ def skeleton(text: str) -> str:
     Two texts that look the same get the same skeleton, so a detector that compares strings
     (a copied turn, a known phrase) is not fooled by lookalike letters, a zero-width space or a
     full-width form. Not for display: a Russian "сор" and an English "cop" share one."""
-    table = _to_latin()
+    table = to_latin()
     norm = unicodedata.normalize("NFKC", text)
     kept = (ch for ch in norm if not _hidden(ch))
     return "".join(table.get(ch, ch) for ch in "".join(kept).casefold())  # fold case first: "Н" and "н" agree
@@ -165,7 +171,7 @@ def skeleton_with_origin(text: str) -> tuple[str, list[int]]:
     label spelled with lookalike letters, split by a zero-width space, in full-width forms) can
     be located, and marked, in the original. Per character, so a sequence that NFKC composes
     across characters (a letter and a combining mark) may differ from :func:`skeleton`."""
-    table = _to_latin()
+    table = to_latin()
     out: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from robusteval import metrics
+from robusteval import detectors, metrics
 from robusteval.asr import asr_table, overall
 from robusteval.attacks.runner import run_attacks, yardstick
 from robusteval.cli.main import main
@@ -266,7 +266,7 @@ def test_only_the_first_suites_victims_are_kept_from_the_check(tiny_bert, tmp_pa
 @pytest.mark.parametrize("content, message", [
     (None, "thresholds file not found"), ("{}", "no 'detectors' table"),
     ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "other settings"}}}', "recalibrate"),
-    ('{"detectors": {"nonalnum": {"threshold": 0.5, "signature": "v2|run_scale=3.0,share_floor=0.3,share_span=0.4"}}}',
+    (json.dumps({"detectors": {"nonalnum": {"threshold": 0.5, "signature": detectors.load("nonalnum").identity()}}}),
      "records no clean_split")])
 def test_a_bad_thresholds_file_fails_before_the_run_folder_is_claimed(tiny_bert, tmp_path, capsys, content,
                                                                      message) -> None:

@@ -42,6 +42,31 @@ def test_nonalnum_features_exact() -> None:
     assert nonalnum.features("hello\u200bworld")["invisible"] == 1
     assert nonalnum.features("pаypal")["mixed_script_tokens"] == 1  # Cyrillic а
     assert nonalnum.features("Hello, world!")["longest_run"] == 1
+    assert nonalnum.features("how \u04bb\u043e\u051d")["lookalike_tokens"] == 1  # Cyrillic һ, о, ԝ (v3)
+
+
+@pytest.mark.parametrize(("text", "posing"), [
+    ("\u0456 i 'm afraid not .", [0]),  # the evasion attack's lookalike-token disguise of a doubled 'i'
+    ("think about how \u04bb\u043e\u051d boring", [3]),
+    ("? playing it \u0456\u0455 time what", [3]),  # Cyrillic і, ѕ
+    ("the \u03bf\u03bd\u03b5 thing", []),  # Greek ε has no Latin lookalike in the table: a Greek word
+    ("\u04bb\u043e\u051d", []),  # no Latin letter: not Latin text
+    ("Мне нравится Old Navy. А ты?", []),  # Russian: "А" beside real Russian words
+    ("Не так. Мне REDACTED лет.", []),
+    ("log in to p\u0430ypal now", []),  # a mixed token is mixed_script_tokens' case, not this one
+])
+def test_lookalike_tokens_are_words_posing_as_latin_in_latin_text(text: str, posing: list[int]) -> None:
+    assert nonalnum.lookalike_tokens(text) == posing
+
+
+def test_nonalnum_v3_flags_whole_word_lookalikes_and_not_short_words_of_other_scripts() -> None:
+    d = detectors.load("nonalnum")
+    disguised = ["\u0456 i 'm afraid not .", "perfect . think about how \u04bb\u043e\u051d boring boring it is",
+                 "? playing it \u0456\u0455 time what ! fantastic"]
+    clean = ["А ты? Я живу во Флориде!", "О нет, это ужасно.", "Ο κόσμος είναι ωραίος.", "我很好，谢谢。",
+             "أنا بخير، شكرا", "मैं ठीक हूँ, धन्यवाद।", "Oui, à demain !", "i 'm afraid not ."]
+    assert (d.detect([dlg(t) for t in disguised]) >= 0.5).all()
+    assert (d.detect([dlg(t) for t in clean]) < 0.5).all()
 
 
 def test_nonalnum_flags_triggers_not_clean_text_in_any_script() -> None:

@@ -51,6 +51,8 @@ def S(i: int, text: str) -> Sample:
     ("I am\u200b fine\u202e", "I am fine", "invisible"),
     ("p\u0430ypal is fine", "paypal is fine", "homoglyphs"),  # Cyrillic a inside a Latin word
     ("м\u0061ма мыла раму", "мама мыла раму", "homoglyphs"),  # Latin a inside a Russian word
+    ("think about how \u04bb\u043e\u051d boring", "think about how how boring", "homoglyphs"),  # a whole Cyrillic 'how'
+    ("\u0456 i 'm afraid not .", "i i 'm afraid not .", "homoglyphs"),  # a Cyrillic one-letter 'i'
 ])
 def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     out = sanitize(text)
@@ -62,6 +64,7 @@ def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     "می\u200cخواهم بروم",  # Persian ZWNJ
     "क्\u200dष और हिन्दी",  # Devanagari ZWJ
     "Это обычный текст.", "Ελληνικά κείμενο", "我很好，谢谢。", "أنا بخير، شكرا", "Je vais bien, merci.",
+    "Мне нравится Old Navy. А ты?", "Не так. Мне REDACTED лет.",  # Russian short words beside Latin names
     "👨\u200d👩\u200d👧 family",
 ])
 def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:

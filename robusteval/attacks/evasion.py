@@ -26,8 +26,9 @@ wraps any attack and makes it guard-aware when its victim is a guarded metric
 Only R- attacks are made evasive: they want a bad text scored high, so a guard that flags it
 stands in their way. For an R+ attack (a meaning-preserving rewrite the attacker wants scored
 *low*) a guard that floors the text is the attacker's success, so there is nothing to evade;
-R+ attacks run unchanged. The ``sanitize`` policy undoes lookalikes inside mixed-script tokens
-and removes invisible characters, which is what the disguise step tests.
+R+ attacks run unchanged. The ``sanitize`` policy undoes lookalikes (inside mixed-script
+tokens, and whole lookalike tokens in Latin text) and removes invisible characters, which is
+what the disguise step tests; ``nonalnum`` flags both kinds of lookalike since its version 3.
 """
 
 from __future__ import annotations
