@@ -244,6 +244,12 @@ def test_the_underscore_spelling_of_a_list_flag_takes_one_value_too(tmp_path) ->
     _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
                     "--attack_results", '["runs/a", "runs/c"]', "--out-dir", "o"])
     assert cfg.attack_results == ["runs/a", "runs/c"]  # a list as a whole still reads as one
+    # a whole list beside single values gathers into one list (the flag used to be rewritten twice)
+    for argv in (["--attack_results", '["runs/a"]', "--attack-results", "runs/b"],
+                 ["--attack-results", "runs/a", "--attack_results=[\"runs/b\"]"]):
+        _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
+                        *argv, "--out-dir", "o"])
+        assert cfg.attack_results == ["runs/a", "runs/b"], argv
 
 
 def test_metaeval_checks_each_metrics_datasets_and_limits(tmp_path) -> None:
@@ -255,7 +261,7 @@ def test_metaeval_checks_each_metrics_datasets_and_limits(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match=r"metric chrf: datasets \['other.jsonl'\] are not among"):
         cfg(datasets=["other.jsonl"]).validate()
-    with pytest.raises(ConfigError, match=r"metric chrf: limit must be at least 1, got -2"):
+    with pytest.raises(ConfigError, match=r"metric chrf: limit: at least 1, got -2"):
         cfg(limit=-2).validate()
 
 

@@ -150,10 +150,8 @@ class Execution:
     max_in_flight: int | None = None
 
     def validate_execution(self) -> None:
-        if self.workers < 1:
-            raise ConfigError(f"workers: at least 1 (got {self.workers})")
-        if self.max_in_flight is not None and self.max_in_flight < 1:
-            raise ConfigError(f"max_in_flight: at least 1 (got {self.max_in_flight})")
+        check_at_least_one(self.workers, "workers")
+        check_at_least_one(self.max_in_flight, "max_in_flight")
         if self.cpus_per_worker < 0 or self.gpus_per_worker < 0:
             raise ConfigError("cpus_per_worker and gpus_per_worker cannot be negative")
         if self.backend == "local" and self.ray_address:
@@ -184,6 +182,13 @@ def load_samples(spec: str, data_dir: str | None = None, limit: int | None = Non
 def names(value: str | list[str] | None) -> list[str]:
     """A list of names, or one comma-separated string of them."""
     return split_csv(value)
+
+
+def check_at_least_one(value: int | None, key: str, unit: str = "") -> None:
+    """A count the user may leave unset (a limit, a number of workers): None, or at least 1;
+    ``unit`` names what is counted in the error ("test context")."""
+    if value is not None and value < 1:
+        raise ConfigError(f"{key}: at least 1{' ' + unit if unit else ''}, got {value}")
 
 
 def check_confidence(value: Any, key: str = "confidence") -> None:

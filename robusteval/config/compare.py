@@ -49,7 +49,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robusteval.attacks.criteria import Criteria
-from robusteval.config.common import DetectorSpec, Execution, Output, Policy, check_confidence, names
+from robusteval.config.common import (
+    DetectorSpec,
+    Execution,
+    Output,
+    Policy,
+    check_at_least_one,
+    check_confidence,
+    names,
+)
 from robusteval.config.parsing import ConfigError, from_dict, from_file
 
 ABLATIONS = ("no-consistency", "no-embedding-adversary", "offline")
@@ -113,8 +121,7 @@ class TrainSpec:
         if self.checkpoint and self.pretrain:
             raise ConfigError(f"{where}: checkpoint starts from a trained base, so pretrain (a stage of training the "
                               "base) would be ignored; drop one of them")
-        if self.train_limit is not None and self.train_limit < 1:
-            raise ConfigError(f"{where}.train_limit: at least 1 train context, got {self.train_limit}")
+        check_at_least_one(self.train_limit, f"{where}.train_limit", "train context")
         check_module_args(self.module, self.model, self.data, self.rounds, f"{where}.")
 
 
@@ -202,8 +209,7 @@ class SuiteSpec:
             raise ConfigError(f"{where}.split: val_fraction and test_fraction are shares of the contexts, each in "
                               f"[0, 1] and together at most 1 (the rest train), got val_fraction={val:g}, "
                               f"test_fraction={test:g}")
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"{where}.limit: at least 1 test context, got {self.limit}")
+        check_at_least_one(self.limit, f"{where}.limit", "test context")
         _keys(self.evasion, {"weight", "fluency", "max_variants"}, f"{where}.evasion")
         if any(v < 0 for v in self.evasion.values()):
             raise ConfigError(f"{where}.evasion values must be >= 0, got {self.evasion}")

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from robusteval.config.common import MetricRef, Output
+from robusteval.config.common import MetricRef, Output, check_at_least_one
 from robusteval.config.parsing import Alias, ConfigError
 
 
@@ -89,11 +89,9 @@ class MetaevalConfig(Output):
             if unknown:
                 raise ConfigError(f"metric {m.label or m.name}: datasets {unknown} are not among the config's "
                                   f"datasets ({', '.join(names)})")
-            if m.limit is not None and m.limit < 1:
-                raise ConfigError(f"metric {m.label or m.name}: limit must be at least 1, got {m.limit}")
+            check_at_least_one(m.limit, f"metric {m.label or m.name}: limit")
         for d in datasets:
-            if d.limit is not None and d.limit < 1:
-                raise ConfigError(f"dataset {d.name}: limit must be at least 1, got {d.limit}")
+            check_at_least_one(d.limit, f"dataset {d.name}: limit")
 
 
 ALIASES = {"-o": Alias("--options", "kv"), "--option": Alias("--options", "kv"),

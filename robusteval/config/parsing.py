@@ -78,7 +78,8 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
     known = set(parser._option_string_actions)
     flags = {f"--{name}" for name in bool_fields(cls)}
     out: list[str] = []
-    appended: dict[str, list[str]] = {}
+    appended: dict[str, list[str]] = {}  # an append alias's target -> its values, gathered
+    slot: dict[str, int] = {}  # where in ``out`` the gathered list goes (its first occurrence)
     i = 0
     while i < len(argv):
         tok = argv[i]
@@ -93,6 +94,15 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
             value = inline if eq else (argv[i] if i < len(argv) else "")
             if dashed is not None and dashed.new == name and not value.lstrip().startswith(("[", "{")):
                 alias = dashed
+            elif dashed is not None and dashed.new == name and dashed.mode == "append":
+                items = _json_list(value)
+                if items is not None:  # --attack_results '["a", "b"]' beside --attack-results c: one list
+                    i += 0 if eq else 1
+                    if name not in slot:
+                        slot[name] = len(out)
+                        out.append(name)
+                    appended.setdefault(name, []).extend(items)
+                    continue
         if alias is None:
             head, dot, rest = name.partition(".")
             if head not in known and head.startswith("--") and head.replace("-", "_")[2:] != head[2:]:
@@ -126,10 +136,10 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
         elif alias.mode == "csv":
             out.append(f"{alias.new}={json.dumps(split_csv(inline))}")
         elif alias.mode == "append":
-            if alias.new not in appended:
-                appended[alias.new] = []
+            if alias.new not in slot:
+                slot[alias.new] = len(out)
                 out.append(alias.new)  # placeholder, filled below
-            appended[alias.new].append(inline)
+            appended.setdefault(alias.new, []).append(inline)
         elif alias.mode == "guard":
             if inline.lstrip().startswith(("{", "[")):
                 out.append(f"{alias.new}={inline}")
@@ -137,7 +147,18 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
                 out.append(f"{alias.new}.detectors={json.dumps(split_csv(inline))}")
         else:  # pragma: no cover - a programming error in an alias table
             raise ValueError(f"unknown alias mode {alias.mode!r}")
-    return [f"{t}={json.dumps(appended[t])}" if t in appended else t for t in out]
+    for target, at in slot.items():  # by position: the same flag given whole elsewhere is left alone
+        out[at] = f"{target}={json.dumps(appended[target])}"
+    return out
+
+
+def _json_list(value: str) -> list[str] | None:
+    """``value`` read as a JSON list of strings, else None (left to jsonargparse to judge)."""
+    try:
+        items = json.loads(value)
+    except ValueError:
+        return None
+    return items if isinstance(items, list) and all(isinstance(v, str) for v in items) else None
 
 
 def split_csv(value: str | Sequence[str] | None) -> list[str]:
