@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from robusteval import attacks, data, detectors, metrics
 from robusteval.cli.main import main
@@ -178,6 +179,13 @@ def test_metaeval_counts_samples_without_the_rating(tmp_path) -> None:
     entry = json.loads((tmp_path / "m" / "metaeval.json").read_text())["results"][path]["chrf"]["rating"]
     assert (entry["n"], entry["unrated"]) == (5, 1)
     assert "Samples without the rating, so not correlated: rating: 1 of 6" in (tmp_path / "m" / "metaeval.md").read_text()
+    # metrics with different limits see different counts: each count names its metrics
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text(yaml.safe_dump({"metrics": [{"name": "chrf"}, {"name": "chrf", "label": "chrf-first-4", "limit": 4}],
+                                   "datasets": [{"name": path}]}), encoding="utf-8")
+    assert main(["metaeval", "--config", str(cfg), "--out-dir", str(tmp_path / "m2")]) == 0
+    assert ("Samples without the rating, so not correlated: rating: 1 of 4 (chrf-first-4); rating: 1 of 6 (chrf)"
+            in (tmp_path / "m2" / "metaeval.md").read_text())
 
 
 def test_metaeval_that_measured_nothing_exits_2(tmp_path, capsys) -> None:

@@ -113,12 +113,18 @@ def render_markdown(report: dict[str, Any]) -> str:
                     cells.append("n/a" if not s or s["spearman"] is None else
                                  f"{s['spearman']:.3f} / {s['kendall']:.3f}")
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        unrated = sorted({(a, r[a]["unrated"], r[a]["unrated"] + r[a]["n"] + r[a]["dropped_nonfinite"])
-                          for r in res.values() if "skipped" not in r for a in aspects
-                          if (r.get(a) or {}).get("unrated")})
+        scored = [label for label, r in res.items() if "skipped" not in r]
+        unrated: dict[tuple[str, int, int], list[str]] = {}
+        for label in scored:  # the same count for every metric unless their limits differ
+            for a in aspects:
+                e = res[label].get(a) or {}
+                if e.get("unrated"):
+                    unrated.setdefault((a, e["unrated"], e["unrated"] + e["n"] + e["dropped_nonfinite"]),
+                                       []).append(label)
         if unrated:
-            lines += ["", "Samples without the rating, so not correlated: "
-                      + "; ".join(f"{a}: {k} of {total}" for a, k, total in unrated)]
+            lines += ["", "Samples without the rating, so not correlated: " + "; ".join(
+                f"{a}: {k} of {total}" + ("" if len(labels) == len(scored) else f" ({', '.join(labels)})")
+                for (a, k, total), labels in sorted(unrated.items()))]
         skipped = {k: v["skipped"] for k, v in res.items() if "skipped" in v}
         if skipped:
             lines += [""] + [f"- {k}: skipped ({v})" for k, v in skipped.items()]
