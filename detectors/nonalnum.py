@@ -105,6 +105,8 @@ def lookalike_tokens(text: str) -> list[int]:
     word is a lookalike; without the second condition it did for 9. A Latin word in Cyrillic
     text ("OK" in a Russian reply) is not looked for, since Russian text carries Latin acronyms
     honestly."""
+    if text.isascii():  # no Cyrillic or Greek letter (most English text): nothing to read
+        return []
     table = to_latin()
     tokens = text.split()
     latin = False
@@ -145,7 +147,7 @@ def features(text: str) -> dict[str, Any]:
             run += 1
             longest = max(longest, run)
     mixed = 0
-    for token in text.split():
+    for token in ([] if text.isascii() else text.split()):  # ASCII text mixes no scripts
         scripts = {char_script(c) for c in token if c.isalpha()}
         if len(scripts & CONFUSABLE_SCRIPTS) >= 2:
             mixed += 1
