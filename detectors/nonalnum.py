@@ -18,7 +18,7 @@ the whole of Unicode:
 * homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek), and
   (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or Greek
   letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
-  whole-script confusable (:func:`lookalike_tokens`). Boucher et al. 2022 ("Bad Characters",
+  whole-script confusable (:func:`lookalike_tokens`; its limits are there). Boucher et al. 2022 ("Bad Characters",
   IEEE S&P) swap whole words this way, and so does robusteval's own evasion attack
   (:mod:`robusteval.attacks.evasion`, ``lookalike-token``), which got past version 2;
 * a response with no alphanumeric character at all.
@@ -99,29 +99,33 @@ def lookalike_tokens(text: str) -> list[int]:
 
     A text with a real Cyrillic or Greek word ("Не так. Мне REDACTED лет.", a Russian reply
     that quotes an English name) is in that script, so its short words ("Не", "А", "О") are
-    words, not disguises: no token is returned. Scanned over every text cell of the shared
+    words, not disguises: no token is returned. So is a word with a Latin letter inside Russian
+    ("мaма"): its other letters are Russian. Scanned over every text cell of the shared
     data (370,201: xDial's ten languages, SummEval, USR, FED and the rest), this returns a token
     for one text, FED's Russian "О, ML?" (twice: turn and dialogue files), whose only Cyrillic
     word is a lookalike; without the second condition it did for 9. A Latin word in Cyrillic
     text ("OK" in a Russian reply) is not looked for, since Russian text carries Latin acronyms
-    honestly."""
+    honestly.
+
+    Limits: one real Cyrillic or Greek word anywhere turns the check off ("hello һоԝ я"), so an
+    attacker who knows it can add one; and an honest Greek symbol or Russian chat word in Latin
+    text is flagged ("Spearman ρ = 0.5", "хаха lol")."""
     if text.isascii():  # no Cyrillic or Greek letter (most English text): nothing to read
         return []
     table = to_latin()
-    tokens = text.split()
     latin = False
     candidates: list[int] = []
-    for i, token in enumerate(tokens):
+    for i, token in enumerate(text.split()):
         letters = [c for c in token if c.isalpha()]
         scripts = {char_script(c) for c in letters}
-        latin = latin or "LATIN" in scripts
-        foreign = scripts & {"CYRILLIC", "GREEK"}
+        foreign = [c for c in letters if char_script(c) in ("CYRILLIC", "GREEK")]
         if not foreign:
-            continue
-        if scripts <= {"CYRILLIC", "GREEK"} and all(c in table for c in letters):
+            latin = latin or "LATIN" in scripts
+        elif any(c not in table for c in foreign):
+            return []  # a real Cyrillic or Greek word, even with a Latin letter in it: that script's text
+        elif scripts <= {"CYRILLIC", "GREEK"}:
             candidates.append(i)
-        elif not scripts & {"LATIN"}:
-            return []  # a real Cyrillic or Greek word: the text is (partly) in that script
+        # else: Latin mixed with lookalikes in one token, mixed_script_tokens' case
     return candidates if latin else []
 
 

@@ -17,8 +17,8 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   when every non-Latin letter is a lookalike of a Latin one (``"pаypal"`` with a Cyrillic a,
   and ``"tеасһеr"`` with five of seven letters Cyrillic, become Latin), to Cyrillic or Greek
   when every Latin letter is a lookalike of that script's (a Russian word with one Latin
-  ``a``), else to the majority script. Tokens in one script are never touched, so Russian or
-  Greek text is left as it is. A whole word spelled in Cyrillic or Greek lookalikes of Latin
+  ``a``), else to the majority script. In Cyrillic or Greek text, tokens in one script are never
+  touched, so Russian or Greek text is left as it is. A whole word spelled in Cyrillic or Greek lookalikes of Latin
   letters inside Latin text (``"һоԝ"``, a Cyrillic ``"і"``;
   :func:`robusteval.detectors.nonalnum.lookalike_tokens`) is mapped to Latin too. This runs
   before role prefixes are removed, so a disguised label (``"tеасһеr:"``) is recognized once
@@ -112,6 +112,12 @@ def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
     return "".join(kept)
 
 
+def _as_latin(token: str) -> str:
+    """Every Cyrillic or Greek lookalike in ``token`` replaced by its Latin letter."""
+    table = to_latin()
+    return "".join(table.get(c, c) if char_script(c) != "LATIN" else c for c in token)
+
+
 def _fix_token(token: str) -> str:
     counts = Counter(char_script(c) for c in token if c.isalpha())
     mixed = [s for s in counts if s in CONFUSABLE_SCRIPTS]
@@ -127,19 +133,18 @@ def _fix_token(token: str) -> str:
     else:
         major = max(mixed, key=lambda s: (counts[s], s == "LATIN"))
     if major == "LATIN":
-        table = to_latin()
-        return "".join(table.get(c, c) if char_script(c) != "LATIN" else c for c in token)
+        return _as_latin(token)
     table = lookalikes().get(major, {})
     return "".join(table.get(c, c) if char_script(c) == "LATIN" else c for c in token)
 
 
 def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
     parts = re.split(r"(\s+)", text)
-    words = [i for i, p in enumerate(parts) if p and not p.isspace()]  # in text.split() order
-    posing = {words[k] for k in lookalike_tokens(text)}
-    table = to_latin()
-    fixed = ["".join(table.get(c, c) for c in p) if i in posing else _fix_token(p) if p and not p.isspace() else p
-             for i, p in enumerate(parts)]
+    fixed = [_fix_token(p) if p and not p.isspace() else p for p in parts]
+    # then whole lookalike words, read on the repaired text: a mixed token may have turned out Russian
+    words = [i for i, p in enumerate(fixed) if p and not p.isspace()]  # in str.split() order
+    for k in lookalike_tokens("".join(fixed)):
+        fixed[words[k]] = _as_latin(fixed[words[k]])
     changes = [f"{a}->{b}" for a, b in zip(parts, fixed, strict=True) if a != b]
     if changes:
         removed["homoglyphs"] = changes
@@ -185,7 +190,8 @@ def skeleton_with_origin(text: str) -> tuple[str, list[int]]:
 
 
 def sanitize(text: str) -> Sanitized:
-    """``text`` without role prefixes, invisible characters and mixed-script homoglyphs."""
+    """``text`` without role prefixes, invisible characters and homoglyphs (inside mixed-script
+    tokens, and whole lookalike words in Latin text)."""
     removed: dict[str, Any] = {}
     out = _strip_invisible(text, removed)
     out = _fix_homoglyphs(out, removed)

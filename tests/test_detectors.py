@@ -54,6 +54,8 @@ def test_nonalnum_features_exact() -> None:
     ("Мне нравится Old Navy. А ты?", []),  # Russian: "А" beside real Russian words
     ("Не так. Мне REDACTED лет.", []),
     ("log in to p\u0430ypal now", []),  # a mixed token is mixed_script_tokens' case, not this one
+    ("а м\u0061ма?", []),  # Russian with a Latin a inside a word is still Russian text
+    ("hello \u04bb\u043e\u051d м\u0061ма", []),  # a real (if intruded) Russian word: the text has that script
 ])
 def test_lookalike_tokens_are_words_posing_as_latin_in_latin_text(text: str, posing: list[int]) -> None:
     assert nonalnum.lookalike_tokens(text) == posing

@@ -53,6 +53,7 @@ def S(i: int, text: str) -> Sample:
     ("м\u0061ма мыла раму", "мама мыла раму", "homoglyphs"),  # Latin a inside a Russian word
     ("think about how \u04bb\u043e\u051d boring", "think about how how boring", "homoglyphs"),  # a whole Cyrillic 'how'
     ("\u0456 i 'm afraid not .", "i i 'm afraid not .", "homoglyphs"),  # a Cyrillic one-letter 'i'
+    ("а м\u0061ма?", "а мама?", "homoglyphs"),  # Russian with one Latin a: the short word 'а' stays Cyrillic
 ])
 def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     out = sanitize(text)
@@ -75,6 +76,8 @@ def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
 @given(st.text(max_size=40))
 @example("teacher: \u200buser: x")
 @example("\u200b\u200c")
+@example("а м\u0061ма?")
+@example("hello \u04bb\u043e\u051d м\u0061ма")
 def test_sanitize_is_idempotent(text: str) -> None:
     once = sanitize(text).text
     assert sanitize(once).text == once
