@@ -155,7 +155,7 @@ def test_compare_split_fractions_and_limits_are_checked() -> None:
                   {"val_fraction": -0.1}):
         with pytest.raises(ConfigError, match=r"suites\[0\]\.split: val_fraction and test_fraction are shares"):
             suite(split=split).validate("suites[0]")
-    with pytest.raises(ConfigError, match=r"suites\[0\]\.limit: at least 1 test context, got 0"):
+    with pytest.raises(ConfigError, match=r"suites\[0\]\.limit must be at least 1 test context, got 0"):
         suite(limit=0).validate("suites[0]")
 
 
@@ -252,12 +252,21 @@ def test_the_underscore_spelling_of_a_list_flag_takes_one_value_too(tmp_path) ->
     _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
                     "--attack_results", '["runs/a", "runs/c"]', "--out-dir", "o"])
     assert cfg.attack_results == ["runs/a", "runs/c"]  # a list as a whole still reads as one
-    # a whole list beside single values gathers into one list (the flag used to be rewritten twice)
-    for argv in (["--attack_results", '["runs/a"]', "--attack-results", "runs/b"],
-                 ["--attack-results", "runs/a", "--attack_results=[\"runs/b\"]"]):
+    # a whole list sets the list, single values add to it (the flag used to be rewritten twice)
+    cfg_file = tmp_path / "g.yaml"
+    cfg_file.write_text("attack_results: [runs/z]\n", encoding="utf-8")
+    for argv, expected in [
+        (["--attack_results", '["runs/a"]', "--attack-results", "runs/b"], ["runs/a", "runs/b"]),
+        (["--attack-results", "runs/a", '--attack_results=["runs/b"]'], ["runs/b"]),
+        # after --config, as the help says: flags after it override it
+        (["--attack-results", "runs/a", "--config", str(cfg_file), "--attack-results", "runs/b"], ["runs/a", "runs/b"]),
+    ]:
         _, cfg = parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
                         *argv, "--out-dir", "o"])
-        assert cfg.attack_results == ["runs/a", "runs/b"], argv
+        assert cfg.attack_results == expected, argv
+    with pytest.raises(ConfigError, match="give at least one --attack-results"):  # [] empties the list
+        parse(["guard", "evaluate", "--detectors", "nonalnum", "--clean", "quickstart-references",
+               "--attack-results", "runs/a", "--attack_results", "[]", "--out-dir", "o"])
 
 
 def test_metaeval_checks_each_metrics_datasets_and_limits(tmp_path) -> None:
@@ -269,7 +278,7 @@ def test_metaeval_checks_each_metrics_datasets_and_limits(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match=r"metric chrf: datasets \['other.jsonl'\] are not among"):
         cfg(datasets=["other.jsonl"]).validate()
-    with pytest.raises(ConfigError, match=r"metric chrf: limit: at least 1, got -2"):
+    with pytest.raises(ConfigError, match=r"metric chrf: limit must be at least 1, got -2"):
         cfg(limit=-2).validate()
 
 

@@ -21,7 +21,7 @@ def test_backend_settings_are_checked_and_left_out_of_the_fingerprint(tmp_path, 
     assert (cfg.backend, cfg.workers, cfg.max_in_flight) == ("ray", 3, 2)
     assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
                  "--workers", "0"]) == 2
-    assert "workers: at least 1" in capsys.readouterr().err
+    assert "workers must be at least 1, got 0" in capsys.readouterr().err
     assert main(["score", "--metric", "bleu", "--dataset", "x.jsonl", "--out-dir", str(tmp_path),
                  "--ray-address", "127.0.0.1:6379"]) == 2
     assert "--ray-address goes with --backend ray" in capsys.readouterr().err

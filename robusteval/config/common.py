@@ -185,10 +185,10 @@ def names(value: str | list[str] | None) -> list[str]:
 
 
 def check_at_least_one(value: int | None, key: str, unit: str = "") -> None:
-    """A count the user may leave unset (a limit, a number of workers): None, or at least 1;
-    ``unit`` names what is counted in the error ("test context")."""
+    """A count (a limit, a number of workers): at least 1, or None where the setting may be
+    left unset; ``unit`` names what is counted in the error ("test context")."""
     if value is not None and value < 1:
-        raise ConfigError(f"{key}: at least 1{' ' + unit if unit else ''}, got {value}")
+        raise ConfigError(f"{key} must be at least 1{' ' + unit if unit else ''}, got {value}")
 
 
 def check_confidence(value: Any, key: str = "confidence") -> None:

@@ -79,7 +79,9 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
     flags = {f"--{name}" for name in bool_fields(cls)}
     out: list[str] = []
     appended: dict[str, list[str]] = {}  # an append alias's target -> its values, gathered
-    slot: dict[str, int] = {}  # where in ``out`` the gathered list goes (its first occurrence)
+    slot: dict[str, int] = {}  # where in ``out`` the gathered list goes: its last occurrence, so a
+    # value given after --config still overrides the file
+    dropped: set[int] = set()  # earlier placeholders
     i = 0
     while i < len(argv):
         tok = argv[i]
@@ -96,12 +98,10 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
                 alias = dashed
             elif dashed is not None and dashed.new == name and dashed.mode == "append":
                 items = _json_list(value)
-                if items is not None:  # --attack_results '["a", "b"]' beside --attack-results c: one list
+                if items is not None:  # a whole list sets the list; --attack-results c then adds to it
                     i += 0 if eq else 1
-                    if name not in slot:
-                        slot[name] = len(out)
-                        out.append(name)
-                    appended.setdefault(name, []).extend(items)
+                    _gather(out, slot, dropped, name)
+                    appended[name] = list(items)
                     continue
         if alias is None:
             head, dot, rest = name.partition(".")
@@ -136,9 +136,7 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
         elif alias.mode == "csv":
             out.append(f"{alias.new}={json.dumps(split_csv(inline))}")
         elif alias.mode == "append":
-            if alias.new not in slot:
-                slot[alias.new] = len(out)
-                out.append(alias.new)  # placeholder, filled below
+            _gather(out, slot, dropped, alias.new)
             appended.setdefault(alias.new, []).append(inline)
         elif alias.mode == "guard":
             if inline.lstrip().startswith(("{", "[")):
@@ -149,7 +147,15 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
             raise ValueError(f"unknown alias mode {alias.mode!r}")
     for target, at in slot.items():  # by position: the same flag given whole elsewhere is left alone
         out[at] = f"{target}={json.dumps(appended[target])}"
-    return out
+    return [t for j, t in enumerate(out) if j not in dropped]
+
+
+def _gather(out: list[str], slot: dict[str, int], dropped: set[int], target: str) -> None:
+    """A placeholder for ``target``'s gathered list at the end of ``out``; the earlier one is dropped."""
+    if target in slot:
+        dropped.add(slot[target])
+    slot[target] = len(out)
+    out.append(target)
 
 
 def _json_list(value: str) -> list[str] | None:
