@@ -16,11 +16,12 @@ the whole of Unicode:
   words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts) and emoji ZWJ
   sequences;
 * homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek), and
-  (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or Greek
-  letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
-  whole-script confusable (:func:`lookalike_tokens`; its limits are there). Boucher et al. 2022 ("Bad Characters",
-  IEEE S&P) swap whole words this way, and so does robusteval's own evasion attack
-  (:mod:`robusteval.attacks.evasion`, ``lookalike-token``), which got past version 2;
+  (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or
+  Greek letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
+  whole-script confusable (:func:`lookalike_tokens`, which states its limits). Boucher et al.
+  2022 ("Bad Characters", IEEE S&P) swap whole words this way, and so does robusteval's own
+  evasion attack (:mod:`robusteval.attacks.evasion`, ``lookalike-token``), which got past
+  version 2;
 * a response with no alphanumeric character at all.
 
 Suspicion is the largest of the per-feature scores; the default threshold 0.5 is replaced by

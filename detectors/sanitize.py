@@ -17,9 +17,9 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   when every non-Latin letter is a lookalike of a Latin one (``"pаypal"`` with a Cyrillic a,
   and ``"tеасһеr"`` with five of seven letters Cyrillic, become Latin), to Cyrillic or Greek
   when every Latin letter is a lookalike of that script's (a Russian word with one Latin
-  ``a``), else to the majority script. In Cyrillic or Greek text, tokens in one script are never
-  touched, so Russian or Greek text is left as it is. A whole word spelled in Cyrillic or Greek lookalikes of Latin
-  letters inside Latin text (``"һоԝ"``, a Cyrillic ``"і"``;
+  ``a``), else to the majority script. In Cyrillic or Greek text, tokens in one script are
+  never touched, so Russian or Greek text is left as it is. A whole word spelled in Cyrillic
+  or Greek lookalikes of Latin letters inside Latin text (``"һоԝ"``, a Cyrillic ``"і"``;
   :func:`robusteval.detectors.nonalnum.lookalike_tokens`) is mapped to Latin too. This runs
   before role prefixes are removed, so a disguised label (``"tеасһеr:"``) is recognized once
   it is spelled in Latin.
