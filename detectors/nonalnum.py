@@ -111,23 +111,31 @@ def lookalike_tokens(text: str) -> list[int]:
     Limits: one real Cyrillic or Greek word anywhere turns the check off ("hello һоԝ я"), so an
     attacker who knows it can add one; and an honest Greek symbol or Russian chat word in Latin
     text is flagged ("Spearman ρ = 0.5", "хаха lol")."""
+    return _script_scan(text)[1]
+
+
+def _script_scan(text: str) -> tuple[int, list[int]]:
+    """One pass over ``text``'s words: (how many mix Latin with Cyrillic or Greek letters, the
+    indices :func:`lookalike_tokens` returns). Each letter's script is looked up once."""
     if text.isascii():  # no Cyrillic or Greek letter (most English text): nothing to read
-        return []
+        return 0, []
     table = to_latin()
-    latin = False
+    mixed = 0
+    latin = real_foreign = False
     candidates: list[int] = []
     for i, token in enumerate(text.split()):
-        letters = [c for c in token if c.isalpha()]
-        scripts = {char_script(c) for c in letters}
-        foreign = [c for c in letters if char_script(c) in ("CYRILLIC", "GREEK")]
+        letters = [(c, char_script(c)) for c in token if c.isalpha()]
+        scripts = {script for _, script in letters}
+        mixed += len(scripts & CONFUSABLE_SCRIPTS) >= 2
+        foreign = [c for c, script in letters if script in ("CYRILLIC", "GREEK")]
         if not foreign:
             latin = latin or "LATIN" in scripts
         elif any(c not in table for c in foreign):
-            return []  # a real Cyrillic or Greek word, even with a Latin letter in it: that script's text
+            real_foreign = True  # a real Cyrillic or Greek word, even with a Latin letter in it: that script's text
         elif scripts <= {"CYRILLIC", "GREEK"}:
             candidates.append(i)
-        # else: Latin mixed with lookalikes in one token, mixed_script_tokens' case
-    return candidates if latin else []
+        # else: Latin mixed with lookalikes in one token, counted in ``mixed``
+    return mixed, candidates if latin and not real_foreign else []
 
 
 def features(text: str) -> dict[str, Any]:
@@ -151,15 +159,11 @@ def features(text: str) -> dict[str, Any]:
             nonalnum += 1
             run += 1
             longest = max(longest, run)
-    mixed = 0
-    for token in ([] if text.isascii() else text.split()):  # ASCII text mixes no scripts
-        scripts = {char_script(c) for c in token if c.isalpha()}
-        if len(scripts & CONFUSABLE_SCRIPTS) >= 2:
-            mixed += 1
+    mixed, posing = _script_scan(text)
     # the share counts two letters more than the text has: one mark after a one-character word
     # ("是。", "예.", "No." alike) is ordinary punctuation, not a string of symbols
     return {"longest_run": longest, "share": nonalnum / (nonspace + SHARE_PRIOR) if nonspace else 0.0,
-            "invisible": invisible, "mixed_script_tokens": mixed, "lookalike_tokens": len(lookalike_tokens(text)),
+            "invisible": invisible, "mixed_script_tokens": mixed, "lookalike_tokens": len(posing),
             "alnum": alnum}
 
 

@@ -145,7 +145,7 @@ def rewrite_argv(argv: Sequence[str], parser: ArgumentParser, cls: type,
                 out.append(f"{alias.new}.detectors={json.dumps(split_csv(inline))}")
         else:  # pragma: no cover - a programming error in an alias table
             raise ValueError(f"unknown alias mode {alias.mode!r}")
-    for target, at in slot.items():  # by position: the same flag given whole elsewhere is left alone
+    for target, at in slot.items():  # by position: a flag passed through as it was (for jsonargparse to judge) stays
         out[at] = f"{target}={json.dumps(appended[target])}"
     return [t for j, t in enumerate(out) if j not in dropped]
 
