@@ -10,14 +10,16 @@ context's attacked replies), so a change to the detector can be read as
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/source_support_findings.py \\
         --attack-results runs/attack-detectors/summary [--clean summeval-references] \\
-        [--option close_min=0.9]
+        [--option close_min=0.9] [--thresholds runs/ss-guard/thresholds.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 from robusteval.detectors.calibrate import adversarial_samples
@@ -28,19 +30,34 @@ from robusteval.attacks.runner import read_results
 from robusteval.stats import flag_rate, pct
 from robusteval.types import Sample
 
-KINDS = ("substitutions", "negation_flips", "unsupported")
+KINDS = ("substitutions", "negation_flips", "unsupported", "edits")
 
 
-def cells(rows: list[dict], samples: list[Sample]) -> list[str]:
+def cells(rows: list[dict], samples: list[Sample], threshold: float | None = None) -> list[str]:
     """The row's n -- the judged (not abstained) texts, the denominator of every share, with
     the abstentions named -- then one cell per kind: the share of judged texts with a finding
-    of it, resampling the samples' conversations."""
+    of it, resampling the samples' conversations; with a ``threshold``, last the share flagged
+    at it (suspicion >= threshold, as the guard flags; over the judged texts too)."""
     judged = [(r, s.conversation_key()) for r, s in zip(rows, samples, strict=True) if not r.get("abstained")]
     n = f"{len(judged)}" + (f" ({len(rows) - len(judged)} abstained)" if len(judged) < len(rows) else "")
+    width = len(KINDS) + (threshold is not None)
     if not judged:
-        return [n] + ["n/a"] * len(KINDS)
+        return [n] + ["n/a"] * width
     keys = [k for _, k in judged]
-    return [n] + [pct(flag_rate(np.array([bool(r.get(k)) for r, _ in judged]), keys)) for k in KINDS]
+    found = [np.array([bool(r.get(k)) for r, _ in judged]) for k in KINDS]
+    if threshold is not None:
+        found.append(np.array([r["suspicion"] >= threshold for r, _ in judged]))
+    return [n] + [pct(flag_rate(f, keys)) for f in found]
+
+
+def read_threshold(path: str, det: detectors.Detector) -> float:
+    """source_support's threshold in a thresholds file, refused when it was calibrated for
+    another version or other settings of the detector."""
+    entry = json.loads(Path(path).read_text(encoding="utf-8"))["detectors"]["source_support"]
+    if entry["signature"] != det.identity():
+        raise SystemExit(f"{path}: source_support was calibrated as {entry['signature']!r}, "
+                         f"this detector is {det.identity()!r}")
+    return float(entry["threshold"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", action="append", default=None,
                     help="only these attack families (default: closed-ended, aspect, word-search)")
     ap.add_argument("--option", action="append", default=[], help="detector option NAME=FLOAT (repeatable)")
+    ap.add_argument("--thresholds", help="a thresholds file with source_support in it: adds the share flagged at it")
     args = ap.parse_args(argv)
     root = os.environ.get("ROBUSTEVAL_DATA")
     if not root:
@@ -66,12 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         for row, sample in adversarial_samples(rows, by_id, dataset):
             if row["family"] in families:
                 by_attack.setdefault(f"{row['attack']} ({dataset})", []).append(sample)
-    print(f"source_support {det.identity()}\n")
-    print("| texts | n | with a substitution | with a negation flip | with an unsupported name / number |")
-    print("|---|---|---|---|---|")
-    print(f"| {args.clean} (clean, held-out) | " + " | ".join(cells(det.analyze(clean), clean)) + " |")
+    threshold = read_threshold(args.thresholds, det) if args.thresholds else None
+    print(f"source_support {det.identity()}" + (f", threshold {threshold:.4f}" if threshold is not None else "") + "\n")
+    head = ["texts", "n", "with a substitution", "with a negation flip", "with an unsupported name / number",
+            "with an edit in a near-copy"] + (["flagged at the threshold"] if threshold is not None else [])
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    print(f"| {args.clean} (clean, held-out) | " + " | ".join(cells(det.analyze(clean), clean, threshold)) + " |")
     for name, samples in sorted(by_attack.items()):
-        print(f"| {name} | " + " | ".join(cells(det.analyze(samples), samples)) + " |")
+        print(f"| {name} | " + " | ".join(cells(det.analyze(samples), samples, threshold)) + " |")
     return 0
 
 

@@ -54,11 +54,12 @@ counted in the report), as does a sample without any source text (``no_source``)
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from robusteval.detectors import parsing
 from robusteval.detectors.base import Detector, register_detector
@@ -126,6 +127,38 @@ def negated(sent: Any) -> dict[str, bool]:
             key = lemma
         out[key] = out.get(key, False) or neg
     return out
+
+
+_NEGATION_CUE = re.compile(r"\b(?:not|never|no|nobody|nothing|none|neither|nor|nowhere|cannot)\b|n['’]t\b")
+
+
+def negation_cues(text: str) -> int:
+    """How many negation words ``text`` has ("not", "never", "n't" -- straight or curly: spaCy
+    splits "didn’t" into "didn ’ t", so the count reads the text, not the tokens). A flip is
+    counted only between sentences whose counts differ: where they are equal, the negation is
+    the same one and only the parse attached it to another word."""
+    return len(_NEGATION_CUE.findall(text.lower()))
+
+
+def diff(sent: Any, aligned: Any) -> tuple[list[Any], list[Any], difflib.SequenceMatcher]:
+    """The words of a response sentence and of its aligned source sentence (punctuation aside)
+    and a ``difflib`` matcher over their lower-cased forms."""
+    mine = [t for t in sent if not t.is_punct and not t.is_space]
+    theirs = [t for t in aligned if not t.is_punct and not t.is_space]
+    return mine, theirs, difflib.SequenceMatcher(None, [t.lower_ for t in mine], [t.lower_ for t in theirs],
+                                                 autojunk=False)
+
+
+def copied_share(sent: Any, aligned: Any) -> float:
+    """The share of the response sentence's words that it copies from the aligned source
+    sentence in runs of two or more words, in order (the matcher's blocks); 0 for a sentence
+    under five words, which copies too little to say. An attack edits a faithful sentence and
+    leaves the rest as it was (a near-copy); a human's abstractive sentence that follows its
+    source in meaning rarely does."""
+    mine, _, matcher = diff(sent, aligned)
+    if len(mine) < 5:
+        return 0.0
+    return sum(b.size for b in matcher.get_matching_blocks() if b.size >= 2) / len(mine)
 
 
 APPROXIMATE = frozenset({"about", "around", "approximately", "almost", "nearly", "over", "under", "more",
@@ -226,11 +259,21 @@ def slot(root: Any) -> tuple[str, ...]:
     return (head.lemma_.lower(), root.dep_)
 
 
-def mentions(sent: Any) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(text, kind, slot) of the entity mentions: spaCy's named entities, plus runs of proper
-    nouns the small English NER misses ("Arsenal beat ..."). The slot is where the mention sits
-    in the parse: its root's head lemma and dependency ("Arsenal beat ..." -> ("beat", "nsubj"))."""
-    out = [(e.text, k, slot(e.root)) for e in sent.ents if (k := kind_of(e.label_)) is not None]
+class Mention(NamedTuple):
+    """A name, number or date of a sentence: its text, kind (``KINDS``), spaCy label ("" for a
+    run of proper nouns NER missed), tokens and root token."""
+
+    text: str
+    kind: str
+    label: str
+    tokens: tuple[Any, ...]
+    root: Any
+
+
+def mention_spans(sent: Any) -> list[Mention]:
+    """The entity, number and date mentions of ``sent``: spaCy's named entities, plus runs of
+    proper nouns the small English NER misses ("Arsenal beat ...")."""
+    out = [Mention(e.text, k, e.label_, tuple(e), e.root) for e in sent.ents if (k := kind_of(e.label_)) is not None]
     covered = {t.i for e in sent.ents for t in e}
     run: list[Any] = []
     for t in [*sent, None]:
@@ -239,8 +282,67 @@ def mentions(sent: Any) -> list[tuple[str, str, tuple[str, ...]]]:
             continue
         if run:
             root = next((r for r in run if r.head not in run), run[-1])
-            out.append((" ".join(r.text for r in run), "entity", slot(root)))
+            out.append(Mention(" ".join(r.text for r in run), "entity", "", tuple(run), root))
             run = []
+    return out
+
+
+def mentions(sent: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(text, kind, slot) of :func:`mention_spans`. The slot is where the mention sits in the
+    parse: its root's head lemma and dependency ("Arsenal beat ..." -> ("beat", "nsubj"))."""
+    return [(m.text, m.kind, slot(m.root)) for m in mention_spans(sent)]
+
+
+def group(m: Mention) -> str:
+    """What a mention may be swapped for in an edit: a value (number or date) for a value, a
+    nationality, religion or group (NORP: "the Italians") for another, any other name for a
+    name. Persons, organizations and places are one group: the small English NER confuses them
+    ("Yoshinori Muto" as an organization, "Albirex Niigata" as a person). Keeping NORP apart
+    keeps a name that spells out a description ("the Spanish tactician" -> "Guardiola") from
+    reading as a swap."""
+    if m.kind != "entity":
+        return "value"
+    return "norp" if m.label == "NORP" else "name"
+
+
+EDIT_MAX = 4  # words on either side of an edit: a longer stretch is text one side left out, not a swap
+
+
+def tagged(sent: Any) -> dict[int, Mention]:
+    """Token index -> the mention it belongs to, a number NER did not tag ("6-0") a value of its own."""
+    out = {t.i: m for m in mention_spans(sent) for t in m.tokens}
+    out.update({t.i: Mention(t.text, "number", "CARDINAL", (t,), t) for t in sent if t.like_num and t.i not in out})
+    return out
+
+
+def edits(sent: Any, aligned: Any) -> list[str]:
+    """The fact edits a word-level diff of ``sent`` against its aligned source sentence shows
+    (``difflib`` opcodes over the lower-cased words, punctuation aside): a mention of ``sent``
+    in a replaced stretch whose source side holds a different mention it may stand for
+    (:func:`group`: "Chelsea" for "Albirex Niigata", "0-0" for "6-0"), and ``"negation"`` for
+    a stretch that adds or drops a negation word. An edit is at most ``EDIT_MAX`` words on either
+    side: a longer stretch is a clause one side has and the other leaves out (a summary that
+    copies half of a long sentence), not a change of one fact. What an edit *inserts* ("of Limerick
+    Township, Pennsylvania") is not a swap; an inserted name the source lacks is unsupported."""
+    mine, theirs, matcher = diff(sent, aligned)
+    where_mine, where_theirs = tagged(sent), tagged(aligned)
+
+    def text(toks: list[Any]) -> str:
+        return toks[0].doc.text[toks[0].idx:toks[-1].idx + len(toks[-1])] if toks else ""
+
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal" or max(i2 - i1, j2 - j1) > EDIT_MAX:
+            continue
+        if negation_cues(text(mine[i1:i2])) != negation_cues(text(theirs[j1:j2])):
+            out.append("negation")
+        if op != "replace":
+            continue
+        old = list({id(m): m for t in theirs[j1:j2] if (m := where_theirs.get(t.i)) is not None}.values())
+        for new in {id(m): m for t in mine[i1:i2] if (m := where_mine.get(t.i)) is not None}.values():
+            if new.text not in out and any(group(new) == group(o) and not same_value(new.text, o.text, o.kind)
+                                           for o in old):
+                out.append(new.text)
     return out
 
 
@@ -308,21 +410,27 @@ class SourceSupport(Detector):
                              "Negation)")
     default_threshold: ClassVar[float] = 0.6
     reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references", "fact")
-    version: ClassVar[int] = 2  # 2: the revision of 2026-11-25 (Detector.identity)
+    version: ClassVar[int] = 3  # 2: the revision of 2026-11-25; 3: edits in near-copies (Detector.identity)
 
-    def __init__(self, scale: float = 1.0, align_min: float = 0.5, close_min: float = 0.8,
-                 languages: tuple[str, ...] | list[str] | None = ("en",), threshold: float | None = None) -> None:
+    def __init__(self, scale: float = 1.0, align_min: float = 0.5, close_min: float = 0.8, copy_min: float = 0.7,
+                 edit_weight: float = 4.0, languages: tuple[str, ...] | list[str] | None = ("en",),
+                 threshold: float | None = None) -> None:
         super().__init__(threshold)
-        if scale <= 0 or not 0 < align_min <= 1 or not 0 < close_min <= 1:
-            raise ValueError("source_support: scale must be > 0, align_min and close_min in (0, 1]")
+        if scale <= 0 or not 0 < align_min <= 1 or not 0 < close_min <= 1 or not 0 < copy_min <= 1:
+            raise ValueError("source_support: scale must be > 0, align_min, close_min and copy_min in (0, 1]")
+        if edit_weight < 0:
+            raise ValueError(f"source_support: edit_weight must be >= 0, got {edit_weight}")
         self.scale = scale
         self.align_min = align_min
         self.close_min = close_min
+        self.copy_min = copy_min
+        self.edit_weight = edit_weight
         self.languages = tuple(languages) if languages else None
 
     def signature(self) -> str:
         langs = ",".join(self.languages) if self.languages else "any"
-        return f"scale={self.scale},align_min={self.align_min},close_min={self.close_min},languages={langs}"
+        return (f"scale={self.scale},align_min={self.align_min},close_min={self.close_min},"
+                f"copy_min={self.copy_min},edit_weight={self.edit_weight},languages={langs}")
 
     @staticmethod
     def source_parts(s: Sample) -> list[str]:
@@ -370,6 +478,7 @@ class SourceSupport(Detector):
         src_sents = [(sent, content(sent)) for doc in src for sent in doc.sents]
         substitutions: list[str] = []
         flips: list[str] = []
+        edited: list[str] = []
         for sent in resp.sents:
             mine = content(sent)
             if not mine or not src_sents:
@@ -380,8 +489,11 @@ class SourceSupport(Detector):
                 continue
             close = shared / len(mine) >= self.close_min
             substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
-            ours_neg, their_neg = negated(sent), negated(best)
-            flips += [lemma for lemma, neg in ours_neg.items() if lemma in their_neg and their_neg[lemma] != neg]
-        score = len(unsupported) + 1.5 * (len(substitutions) + len(flips))
+            if negation_cues(sent.text) != negation_cues(best.text):
+                ours_neg, their_neg = negated(sent), negated(best)
+                flips += [lemma for lemma, neg in ours_neg.items() if lemma in their_neg and their_neg[lemma] != neg]
+            if self.edit_weight and copied_share(sent, best) >= self.copy_min:
+                edited += edits(sent, best)
+        score = len(unsupported) + 1.5 * (len(substitutions) + len(flips)) + self.edit_weight * len(edited)
         return {"unsupported": unsupported, "substitutions": substitutions, "negation_flips": flips,
-                "abstained": False, "suspicion": 1.0 - math.exp(-score / self.scale)}
+                "edits": edited, "abstained": False, "suspicion": 1.0 - math.exp(-score / self.scale)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -723,6 +724,63 @@ def test_source_support_keeps_what_the_revision_must_not_lose(response: str, sou
     d = detectors.load("source_support")
     row = d.analyze([Sample(id="x", task="summarization", response=response, context=(source,))])[0]
     assert row[finding] and row["suspicion"] >= d.threshold, row
+
+
+MUTO = "Chelsea have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto, according to club president Naoki Ogane."
+
+
+@pytest.mark.parametrize(("response", "finding"), [
+    # one fact changed in a near-copy of a source sentence: the attacks' signature (v3)
+    ("Albirex Niigata have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.", "Albirex Niigata"),
+    ("Chelsea have made an offer for FC Tokyo's 27-year-old forward Yoshinori Muto.", "27-year-old"),
+    ("Chelsea have not made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.", "negation"),
+])
+def test_source_support_weighs_an_edit_of_a_near_copy_above_loose_findings(response: str, finding: str) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(MUTO,))])[0]
+    assert finding in row["edits"] and row["suspicion"] >= 1 - math.exp(-4.0), row
+    # without the edit weight the same text scores as before v3 (a loose finding or two)
+    plain = detectors.load("source_support", edit_weight=0.0).analyze(
+        [Sample(id="x", task="summarization", response=response, context=(MUTO,))])[0]
+    assert plain["edits"] == [] and plain["suspicion"] < row["suspicion"]
+
+
+@pytest.mark.parametrize(("response", "source"), [
+    # an inserted name is an addition, not a swap (and the source supports it)
+    ("Kevin Rebbie, 56, of Limerick Township, Pennsylvania, faces several charges, including assault.",
+     "Kevin Rebbie, 56, of Limerick Township, faces several charges, including assault, the District Attorney "
+     "said. He lives in Pennsylvania."),
+    # the summary copies half of a long sentence: the negation it leaves out is not an edit
+    ("The driver of the car managed to escape the flames with minor injuries.",
+     "The driver of the car managed to escape the flames with minor injuries, but the gang was not caught and "
+     "police have no suspects yet."),
+    # the same negation, written with a curly apostrophe in the source and split by spaCy
+    ("Mr Phillips had caught the cab home after a night out -- but did n't have enough cash to pay for it .",
+     "Mr Phillips had caught the cab home after a night out \u2013 but didn\u2019t have enough cash to pay for it."),
+    # a short sentence copies too little to weigh an edit
+    ("Williams is now 33.", "Serena Williams, 33, said her struggle to beat Errani had been an eye-opener."),
+])
+def test_source_support_finds_no_edit_in_additions_omissions_and_spelling(response: str, source: str) -> None:
+    d = detectors.load("source_support")
+    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(source,))])[0]
+    assert row["edits"] == [] and row["negation_flips"] == [], row
+
+
+def test_copied_share_counts_runs_of_two_or_more_words_of_the_response() -> None:
+    from robusteval.detectors.source_support import copied_share, negation_cues
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    src = next(nlp(MUTO).sents)
+    copy = next(nlp("Albirex Niigata have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.").sents)
+    # 13 words (punctuation aside; "Tokyo's" is two, "22-year-old" five); "albirex niigata" are the 2 not copied
+    words = [t for t in copy if not t.is_punct]
+    assert copied_share(copy, src) == pytest.approx((len(words) - 2) / len(words))
+    assert copied_share(next(nlp("Muto made an offer.").sents), src) == 0.0  # under five words
+    assert copied_share(next(nlp("Offer forward Chelsea Muto club Tokyo.").sents), src) == 0.0  # no run of two
+    assert [negation_cues(t) for t in ("didn\u2019t", "did n't", "cannot", "no one, never", "know", "Nothing")] == [
+        1, 1, 1, 2, 0, 1]
 
 
 def test_source_support_counts_one_swap_once() -> None:
