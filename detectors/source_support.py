@@ -29,10 +29,24 @@ dialogue context, the knowledge fact and the references:
 
   numbers and dates are compared by value ("about 2000" and "about 2,000" agree);
 * **negation flips** -- a predicate negated in the response sentence and not in its aligned
-  sentence, or the reverse ("will call" -> "will not call"). The predicate is the verb or
-  adjective (an auxiliary is none: the verb it helps is); a copula is keyed on its complement
-  ("is not happy" -> ``happy``) or its preposition ("was not in" -> ``be in``), so a negated
-  copula is not paired with every passive or copula of the aligned sentence (:func:`negated`).
+  sentence, or the reverse ("will call" -> "will not call"). Between sentences with as many
+  negation words (:func:`negation_cues`) only a negation moved from one predicate to another
+  counts (:func:`flipped`): a lone flip there is the parse reading the same negation elsewhere.
+  The predicate is the verb or adjective (an auxiliary is none: the verb it helps is); a
+  copula is keyed on its complement ("is not happy" -> ``happy``) or its preposition ("was not
+  in" -> ``be in``), so a negated copula is not paired with every passive or copula of the
+  aligned sentence (:func:`negated`);
+* **edits of a near-copy** (v3) -- a response sentence of five words or more that copies at
+  least ``copy_min`` (0.7) of its words from its aligned source sentence in runs of two or more
+  (:func:`copied_share`) is a near-copy, the form the attacks take: a faithful, mostly
+  extractive sentence with one fact changed. There a word-level diff stretch of at most
+  ``EDIT_MAX`` (4) words that replaces a name, number or date with a different one of its
+  group, or adds or drops a negation word, is an edit (:func:`edits`, the row's ``edits``). An
+  abstractive human sentence that names what its source describes rarely copies that much: on
+  the clean calibration halves edits are on 0.9 % of SummEval references and none of the
+  DailyDialog replies, where 3-22 % carry a loose finding (BENCHMARKS §9c). An edit adds to the
+  same fact's other findings (a swapped name is often unsupported or a substitution too). A
+  faithful abbreviation in a near-copy ("Man United" for "Manchester United") is an edit.
 
 Two details keep clean text from being read as swapped: each source part (a context turn, the
 fact, a reference) is parsed on its own, so no source sentence runs from one part into the
@@ -40,10 +54,11 @@ next; and a lower-cased response -- no capital inside any sentence, as in SummEv
 summaries -- is first written with the source's casing (:func:`recase`), since spaCy's tagger
 and NER read case: without it, the names of a lower-cased summary, and so its swaps, go unseen.
 
-Suspicion = ``1 - exp(-(unsupported + 1.5 * (substitutions + flips)) / scale)``: one
-unsupported name or number is 0.63 at scale 1 (default threshold 0.6), one substitution or
-flip 0.78. A dialogue reply may
-bring new names into a conversation, so this detector is meant for grounded tasks
+Suspicion = ``1 - exp(-(unsupported + 1.5 * (substitutions + flips) + edit_weight * edits) / scale)``:
+one unsupported name or number is 0.63 at scale 1 (default threshold 0.6), one substitution or
+flip 0.78, one edit 0.98 (``edit_weight`` 4, about the most loose findings a clean calibration
+text piles up; 0 turns edits off). A dialogue reply may bring new names into a conversation,
+so this detector is meant for grounded tasks
 (summarization, data-to-text, knowledge-grounded replies with a fact); its threshold is
 calibrated per task with ``robusteval guard calibrate`` like every other.
 
@@ -129,15 +144,30 @@ def negated(sent: Any) -> dict[str, bool]:
     return out
 
 
-_NEGATION_CUE = re.compile(r"\b(?:not|never|no|nobody|nothing|none|neither|nor|nowhere|cannot)\b|n['’]t\b")
+# "no" before a number is the abbreviation ("world No. 1", "the wasps no 8"); a capital "Nor" is a name;
+# the spaced forms are pre-tokenized text's ("didn ’ t" in SummEval's articles)
+_NEGATION_CUE = re.compile(r"(?i:\b(?:not|never|nobody|nothing|none|neither|nowhere|cannot)\b"
+                           r"|\bno\b(?!\.?\s*\d)|n ?['’] ?t\b)|\bnor\b")
 
 
 def negation_cues(text: str) -> int:
-    """How many negation words ``text`` has ("not", "never", "n't" -- straight or curly: spaCy
-    splits "didn’t" into "didn ’ t", so the count reads the text, not the tokens). A flip is
-    counted only between sentences whose counts differ: where they are equal, the negation is
-    the same one and only the parse attached it to another word."""
-    return len(_NEGATION_CUE.findall(text.lower()))
+    """How many negation words ``text`` has: "not", "never", "no" (not "No. 1"), "n't" --
+    straight or curly, and spaced as pre-tokenized text writes it ("didn ’ t", which spaCy
+    does not parse as a negation: the count reads the text, not the parse)."""
+    return len(_NEGATION_CUE.findall(text))
+
+
+def flipped(sent: Any, aligned: Any) -> list[str]:
+    """The predicates negated in one sentence and not in the other (:func:`negated`). Where the
+    two have as many negation words, the negation is the same one and a single flip is the
+    parse attaching it elsewhere, or missing a spaced "didn ’ t": it counts only as part of a
+    pair in both directions, a negation moved from one predicate to another ("did not win ...
+    lost" against "won ... did not lose")."""
+    ours, theirs = negated(sent), negated(aligned)
+    pairs = [(lemma, neg) for lemma, neg in ours.items() if lemma in theirs and theirs[lemma] != neg]
+    if negation_cues(sent.text) == negation_cues(aligned.text) and {neg for _, neg in pairs} != {True, False}:
+        return []
+    return [lemma for lemma, _ in pairs]
 
 
 def diff(sent: Any, aligned: Any) -> tuple[list[Any], list[Any], difflib.SequenceMatcher]:
@@ -319,11 +349,15 @@ def edits(sent: Any, aligned: Any) -> list[str]:
     """The fact edits a word-level diff of ``sent`` against its aligned source sentence shows
     (``difflib`` opcodes over the lower-cased words, punctuation aside): a mention of ``sent``
     in a replaced stretch whose source side holds a different mention it may stand for
-    (:func:`group`: "Chelsea" for "Albirex Niigata", "0-0" for "6-0"), and ``"negation"`` for
-    a stretch that adds or drops a negation word. An edit is at most ``EDIT_MAX`` words on either
-    side: a longer stretch is a clause one side has and the other leaves out (a summary that
-    copies half of a long sentence), not a change of one fact. What an edit *inserts* ("of Limerick
-    Township, Pennsylvania") is not a swap; an inserted name the source lacks is unsupported."""
+    (:func:`group`: "Chelsea" for "Albirex Niigata", "0-0" for "6-0"), and ``"negation"``, once,
+    for a stretch that adds or drops a negation word where the two sentences' counts of them
+    differ (a negation moved within the sentence keeps the count: :func:`flipped` reads it).
+
+    An edit is at most ``EDIT_MAX`` words on either side: a longer stretch is a clause one side
+    has and the other leaves out (a summary that copies half of a long sentence), not a change
+    of one fact. A name that *replaces* a description ("the full back" -> "Luis") has no mention
+    on the source side to differ from, and one an edit *inserts* ("of Limerick Township,
+    Pennsylvania") none at all: neither is a swap (a name the source lacks is unsupported)."""
     mine, theirs, matcher = diff(sent, aligned)
     where_mine, where_theirs = tagged(sent), tagged(aligned)
 
@@ -331,10 +365,12 @@ def edits(sent: Any, aligned: Any) -> list[str]:
         return toks[0].doc.text[toks[0].idx:toks[-1].idx + len(toks[-1])] if toks else ""
 
     out: list[str] = []
+    negation = negation_cues(sent.text) != negation_cues(aligned.text)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal" or max(i2 - i1, j2 - j1) > EDIT_MAX:
             continue
-        if negation_cues(text(mine[i1:i2])) != negation_cues(text(theirs[j1:j2])):
+        changed = negation_cues(text(mine[i1:i2])) != negation_cues(text(theirs[j1:j2]))
+        if negation and changed and "negation" not in out:
             out.append("negation")
         if op != "replace":
             continue
@@ -489,9 +525,7 @@ class SourceSupport(Detector):
                 continue
             close = shared / len(mine) >= self.close_min
             substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
-            if negation_cues(sent.text) != negation_cues(best.text):
-                ours_neg, their_neg = negated(sent), negated(best)
-                flips += [lemma for lemma, neg in ours_neg.items() if lemma in their_neg and their_neg[lemma] != neg]
+            flips += flipped(sent, best)
             if self.edit_weight and copied_share(sent, best) >= self.copy_min:
                 edited += edits(sent, best)
         score = len(unsupported) + 1.5 * (len(substitutions) + len(flips)) + self.edit_weight * len(edited)

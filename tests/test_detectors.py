@@ -729,6 +729,12 @@ def test_source_support_keeps_what_the_revision_must_not_lose(response: str, sou
 MUTO = "Chelsea have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto, according to club president Naoki Ogane."
 
 
+def _score(row: dict, edit_weight: float) -> float:
+    """The suspicion the module docstring's formula gives for a row's findings."""
+    found = len(row["unsupported"]) + 1.5 * (len(row["substitutions"]) + len(row["negation_flips"]))
+    return 1 - math.exp(-(found + edit_weight * len(row["edits"])))
+
+
 @pytest.mark.parametrize(("response", "finding"), [
     # one fact changed in a near-copy of a source sentence: the attacks' signature (v3)
     ("Albirex Niigata have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.", "Albirex Niigata"),
@@ -736,13 +742,15 @@ MUTO = "Chelsea have made an offer for FC Tokyo's 22-year-old forward Yoshinori 
     ("Chelsea have not made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.", "negation"),
 ])
 def test_source_support_weighs_an_edit_of_a_near_copy_above_loose_findings(response: str, finding: str) -> None:
-    d = detectors.load("source_support")
-    row = d.analyze([Sample(id="x", task="summarization", response=response, context=(MUTO,))])[0]
-    assert finding in row["edits"] and row["suspicion"] >= 1 - math.exp(-4.0), row
-    # without the edit weight the same text scores as before v3 (a loose finding or two)
-    plain = detectors.load("source_support", edit_weight=0.0).analyze(
-        [Sample(id="x", task="summarization", response=response, context=(MUTO,))])[0]
-    assert plain["edits"] == [] and plain["suspicion"] < row["suspicion"]
+    sample = Sample(id="x", task="summarization", response=response, context=(MUTO,))
+    row = detectors.load("source_support").analyze([sample])[0]
+    assert row["edits"] == [finding]
+    assert row["suspicion"] == pytest.approx(_score(row, 4.0)) and row["suspicion"] >= 1 - math.exp(-4.0)
+    # edit_weight=0 turns edits off; the other findings stay as they were
+    plain = detectors.load("source_support", edit_weight=0.0).analyze([sample])[0]
+    assert plain["edits"] == [] and plain["suspicion"] == pytest.approx(_score(plain, 0.0))
+    assert {k: plain[k] for k in ("unsupported", "substitutions", "negation_flips")} == {
+        k: row[k] for k in ("unsupported", "substitutions", "negation_flips")}
 
 
 @pytest.mark.parametrize(("response", "source"), [
@@ -750,20 +758,51 @@ def test_source_support_weighs_an_edit_of_a_near_copy_above_loose_findings(respo
     ("Kevin Rebbie, 56, of Limerick Township, Pennsylvania, faces several charges, including assault.",
      "Kevin Rebbie, 56, of Limerick Township, faces several charges, including assault, the District Attorney "
      "said. He lives in Pennsylvania."),
+    # a name that replaces a description has no mention on the source side to differ from
+    ("Luis signed a three-year contract when he moved from the Spanish champions last July.",
+     "The full back signed a three-year contract when he moved from the Spanish champions last July. Filipe Luis "
+     "wants to stay."),
     # the summary copies half of a long sentence: the negation it leaves out is not an edit
     ("The driver of the car managed to escape the flames with minor injuries.",
      "The driver of the car managed to escape the flames with minor injuries, but the gang was not caught and "
      "police have no suspects yet."),
-    # the same negation, written with a curly apostrophe in the source and split by spaCy
+    # the same negation, in a pre-tokenized source ("didn ’ t", which spaCy does not parse as one: v2 read a flip)
     ("Mr Phillips had caught the cab home after a night out -- but did n't have enough cash to pay for it .",
-     "Mr Phillips had caught the cab home after a night out \u2013 but didn\u2019t have enough cash to pay for it."),
-    # a short sentence copies too little to weigh an edit
-    ("Williams is now 33.", "Serena Williams, 33, said her struggle to beat Errani had been an eye-opener."),
+     "Mr Phillips had caught the cab home after a night out \u2013 but didn \u2019 t have enough cash to pay for it ."),
+    # four words copy too little to weigh an edit
+    ("Arsenal beat Liverpool yesterday.", "Arsenal beat Chelsea yesterday at home in the rain."),
+    # "No. 1" is no negation
+    ("Serena Williams, the world No. 1, beat Sara Errani in the final on Saturday.",
+     "Serena Williams, the world number one, beat Sara Errani in the final on Saturday."),
+    # a negation moved within the sentence is one change, read by the flip rule, not two edits
+    ("The manager does not think the striker will leave the club this summer.",
+     "The manager thinks the striker will not leave the club this summer."),
 ])
 def test_source_support_finds_no_edit_in_additions_omissions_and_spelling(response: str, source: str) -> None:
     d = detectors.load("source_support")
     row = d.analyze([Sample(id="x", task="summarization", response=response, context=(source,))])[0]
-    assert row["edits"] == [] and row["negation_flips"] == [], row
+    assert row["edits"] == [], row
+
+
+def test_source_support_flips_need_a_changed_count_or_a_moved_negation() -> None:
+    from robusteval.detectors.source_support import flipped, negated
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    # pre-tokenized "didn ’ t": the parse sees no negation, the count does -- a lone flip, dropped
+    mine = next(nlp("He did n't have enough cash to pay for it .").sents)
+    theirs = next(nlp("He didn \u2019 t have enough cash to pay for it .").sents)
+    assert negated(mine)["have"] and not negated(theirs)["have"]
+    assert flipped(mine, theirs) == []
+    # a negation moved from one predicate to another keeps the count and is a pair of flips
+    mine = next(nlp("Arsenal did not win the cup and Chelsea lost the league in May.").sents)
+    theirs = next(nlp("Arsenal won the cup and Chelsea did not lose the league in May.").sents)
+    assert sorted(flipped(mine, theirs)) == ["lose", "win"]
+    # an added negation changes the count
+    mine = next(nlp("Chelsea have not made an offer for the forward.").sents)
+    theirs = next(nlp("Chelsea have made an offer for the forward.").sents)
+    assert flipped(mine, theirs) == ["make"]
 
 
 def test_copied_share_counts_runs_of_two_or_more_words_of_the_response() -> None:
@@ -774,13 +813,14 @@ def test_copied_share_counts_runs_of_two_or_more_words_of_the_response() -> None
     nlp = load_spacy()
     src = next(nlp(MUTO).sents)
     copy = next(nlp("Albirex Niigata have made an offer for FC Tokyo's 22-year-old forward Yoshinori Muto.").sents)
-    # 13 words (punctuation aside; "Tokyo's" is two, "22-year-old" five); "albirex niigata" are the 2 not copied
-    words = [t for t in copy if not t.is_punct]
-    assert copied_share(copy, src) == pytest.approx((len(words) - 2) / len(words))
+    # 16 words, punctuation aside (Albirex Niigata have made an offer for FC Tokyo 's 22 year old forward
+    # Yoshinori Muto); all but the first two are one run of the source's
+    assert copied_share(copy, src) == 14 / 16
     assert copied_share(next(nlp("Muto made an offer.").sents), src) == 0.0  # under five words
     assert copied_share(next(nlp("Offer forward Chelsea Muto club Tokyo.").sents), src) == 0.0  # no run of two
-    assert [negation_cues(t) for t in ("didn\u2019t", "did n't", "cannot", "no one, never", "know", "Nothing")] == [
-        1, 1, 1, 2, 0, 1]
+    cues = ["didn\u2019t", "didn \u2019 t", "did n't", "cannot", "no one, never", "Nothing", "No, thanks",
+            "know", "notable", "knot", "the world No. 1", "the wasps no 8", "Nor Hisham scored", "nor did he"]
+    assert [negation_cues(t) for t in cues] == [1, 1, 1, 1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 1]
 
 
 def test_source_support_counts_one_swap_once() -> None:
