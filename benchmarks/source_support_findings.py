@@ -51,9 +51,16 @@ def cells(rows: list[dict], samples: list[Sample], threshold: float | None = Non
 
 
 def read_threshold(path: str, det: detectors.Detector) -> float:
-    """source_support's threshold in a thresholds file, refused when it was calibrated for
-    another version or other settings of the detector."""
-    entry = json.loads(Path(path).read_text(encoding="utf-8"))["detectors"]["source_support"]
+    """source_support's threshold in a thresholds file (``guard calibrate`` without
+    ``--by-group``: one threshold for every text), refused when the file has none, has one per
+    group (the guard would pick a group's for each text; this column would not be what it
+    flags), or was calibrated for another version or other settings of the detector."""
+    thresholds = json.loads(Path(path).read_text(encoding="utf-8"))
+    if "groups" in thresholds:
+        raise SystemExit(f"{path}: per-group thresholds; give a file from `guard calibrate` without --by-group")
+    entry = thresholds.get("detectors", {}).get("source_support")
+    if entry is None:
+        raise SystemExit(f"{path}: no source_support threshold in it")
     if entry["signature"] != det.identity():
         raise SystemExit(f"{path}: source_support was calibrated as {entry['signature']!r}, "
                          f"this detector is {det.identity()!r}")
