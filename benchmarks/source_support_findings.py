@@ -1,12 +1,12 @@
 """What ``source_support`` finds, by kind, on clean text and on attack texts (BENCHMARKS §9).
 
-Its suspicion counts three kinds of finding (``unsupported`` names / numbers, ``substitutions``,
-``negation_flips``). A per-detector threshold says little about *why* an attack is or is not
-caught; this prints, for the held-out half of a clean set and for every attack of the given
-result folders, the share of texts with at least one finding of each kind (95 % intervals,
-:func:`robusteval.stats.flag_rate`, resampling conversations: a document's references, a
-context's attacked replies), so a change to the detector can be read as
-"finds more swaps" and "reads fewer clean texts as swapped" separately.
+Its suspicion counts four kinds of finding (``unsupported`` names / numbers, ``substitutions``,
+``negation_flips`` and, since v3, ``edits`` of a near-copy). A per-detector threshold says
+little about *why* an attack is or is not caught; this prints, for the held-out half of a clean
+set and for every attack of the given result folders, the share of texts with at least one
+finding of each kind (95 % intervals, :func:`robusteval.stats.flag_rate`, resampling
+conversations: a document's references, a context's attacked replies), so a change to the
+detector can be read as "finds more swaps" and "reads fewer clean texts as swapped" separately.
 
     ROBUSTEVAL_DATA=../shared/data .venv/bin/python benchmarks/source_support_findings.py \\
         --attack-results runs/attack-detectors/summary [--clean summeval-references] \\

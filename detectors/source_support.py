@@ -43,8 +43,8 @@ dialogue context, the knowledge fact and the references:
   ``EDIT_MAX`` (4) words that replaces a name, number or date with a different one of its
   group, or adds or drops a negation word, is an edit (:func:`edits`, the row's ``edits``). An
   abstractive human sentence that names what its source describes rarely copies that much: on
-  the clean calibration halves edits are on 0.9 % of SummEval references and none of the
-  DailyDialog replies, where 3-22 % carry a loose finding (BENCHMARKS §9c). An edit adds to the
+  the clean calibration halves edits are on 0.9 % of SummEval references (3-22 % of which carry
+  a loose finding of one kind or another) and on none of the DailyDialog replies (BENCHMARKS §9c). An edit adds to the
   same fact's other findings (a swapped name is often unsupported or a substitution too). A
   faithful abbreviation in a near-copy ("Man United" for "Manchester United") is an edit.
 

@@ -769,8 +769,15 @@ def test_source_support_weighs_an_edit_of_a_near_copy_above_loose_findings(respo
     # the same negation, in a pre-tokenized source ("didn ’ t", which spaCy does not parse as one: v2 read a flip)
     ("Mr Phillips had caught the cab home after a night out -- but did n't have enough cash to pay for it .",
      "Mr Phillips had caught the cab home after a night out \u2013 but didn \u2019 t have enough cash to pay for it ."),
-    # four words copy too little to weigh an edit
-    ("Arsenal beat Liverpool yesterday.", "Arsenal beat Chelsea yesterday at home in the rain."),
+    # four words copy too little to weigh an edit (three of the four are one copied run: 0.75 without the rule)
+    ("Liverpool beat Chelsea yesterday.", "Arsenal beat Chelsea yesterday at home in the rain."),
+    # a name in place of a nationality word is a rewording, not a swap (NORP is a group of its own)
+    ("Guardiola's underwear was on show after the incident, and he joked after the match.",
+     "The Spanish coach's underwear was on show after the incident, and he joked after the match. "
+     "Pep Guardiola laughed."),
+    ("But club president Daniel Angelici has stressed that Tevez must terminate his contract with Juventus first.",
+     "But club president Daniel Angelici has stressed that Tevez must terminate his contract with the Italians "
+     "first. Juventus agreed."),
     # "No. 1" is no negation
     ("Serena Williams, the world No. 1, beat Sara Errani in the final on Saturday.",
      "Serena Williams, the world number one, beat Sara Errani in the final on Saturday."),
@@ -782,6 +789,22 @@ def test_source_support_finds_no_edit_in_additions_omissions_and_spelling(respon
     d = detectors.load("source_support")
     row = d.analyze([Sample(id="x", task="summarization", response=response, context=(source,))])[0]
     assert row["edits"] == [], row
+
+
+def test_source_support_weighs_edits_only_in_sentences_that_copy_copy_min_of_their_words() -> None:
+    # the swap sits in a sentence that copies about half its words: an edit only below copy_min
+    response = "Albirex Niigata have made a bid, the papers in Japan report."
+    source = (MUTO.replace(", according", " today, the papers in Japan report, according"),)
+    sample = Sample(id="x", task="summarization", response=response, context=source)
+    from robusteval.detectors.source_support import copied_share
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    share = copied_share(next(nlp(response).sents), next(nlp(source[0]).sents))
+    assert 0.3 < share < 0.7
+    assert detectors.load("source_support").analyze([sample])[0]["edits"] == []
+    assert detectors.load("source_support", copy_min=0.3).analyze([sample])[0]["edits"] == ["Albirex Niigata"]
 
 
 def test_source_support_flips_need_a_changed_count_or_a_moved_negation() -> None:
