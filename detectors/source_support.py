@@ -170,7 +170,10 @@ def flipped(sent: Any, aligned: Any) -> list[str]:
     return [lemma for lemma, _ in pairs]
 
 
-def diff(sent: Any, aligned: Any) -> tuple[list[Any], list[Any], difflib.SequenceMatcher]:
+Diff = tuple[list[Any], list[Any], difflib.SequenceMatcher]
+
+
+def diff(sent: Any, aligned: Any) -> Diff:
     """The words of a response sentence and of its aligned source sentence (punctuation aside)
     and a ``difflib`` matcher over their lower-cased forms."""
     mine = [t for t in sent if not t.is_punct and not t.is_space]
@@ -179,13 +182,13 @@ def diff(sent: Any, aligned: Any) -> tuple[list[Any], list[Any], difflib.Sequenc
                                                  autojunk=False)
 
 
-def copied_share(sent: Any, aligned: Any) -> float:
+def copied_share(sent: Any, aligned: Any, words: Diff | None = None) -> float:
     """The share of the response sentence's words that it copies from the aligned source
     sentence in runs of two or more words, in order (the matcher's blocks); 0 for a sentence
     under five words, which copies too little to say. An attack edits a faithful sentence and
     leaves the rest as it was (a near-copy); a human's abstractive sentence that follows its
-    source in meaning rarely does."""
-    mine, _, matcher = diff(sent, aligned)
+    source in meaning rarely does. ``words``: :func:`diff`'s result, when the caller has it."""
+    mine, _, matcher = words or diff(sent, aligned)
     if len(mine) < 5:
         return 0.0
     return sum(b.size for b in matcher.get_matching_blocks() if b.size >= 2) / len(mine)
@@ -345,7 +348,7 @@ def tagged(sent: Any) -> dict[int, Mention]:
     return out
 
 
-def edits(sent: Any, aligned: Any) -> list[str]:
+def edits(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     """The fact edits a word-level diff of ``sent`` against its aligned source sentence shows
     (``difflib`` opcodes over the lower-cased words, punctuation aside): a mention of ``sent``
     in a replaced stretch whose source side holds a different mention it may stand for
@@ -357,8 +360,9 @@ def edits(sent: Any, aligned: Any) -> list[str]:
     has and the other leaves out (a summary that copies half of a long sentence), not a change
     of one fact. A name that *replaces* a description ("the full back" -> "Luis") has no mention
     on the source side to differ from, and one an edit *inserts* ("of Limerick Township,
-    Pennsylvania") none at all: neither is a swap (a name the source lacks is unsupported)."""
-    mine, theirs, matcher = diff(sent, aligned)
+    Pennsylvania") none at all: neither is a swap (a name the source lacks is unsupported).
+    ``words``: :func:`diff`'s result, when the caller has it (the matcher keeps its blocks)."""
+    mine, theirs, matcher = words or diff(sent, aligned)
     where_mine, where_theirs = tagged(sent), tagged(aligned)
 
     def text(toks: list[Any]) -> str:
@@ -526,8 +530,10 @@ class SourceSupport(Detector):
             close = shared / len(mine) >= self.close_min
             substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
             flips += flipped(sent, best)
-            if self.edit_weight and copied_share(sent, best) >= self.copy_min:
-                edited += edits(sent, best)
+            if self.edit_weight:
+                words = diff(sent, best)  # one matcher for the share and the edits
+                if copied_share(sent, best, words) >= self.copy_min:
+                    edited += edits(sent, best, words)
         score = len(unsupported) + 1.5 * (len(substitutions) + len(flips)) + self.edit_weight * len(edited)
         return {"unsupported": unsupported, "substitutions": substitutions, "negation_flips": flips,
                 "edits": edited, "abstained": False, "suspicion": 1.0 - math.exp(-score / self.scale)}

@@ -373,3 +373,29 @@ def test_smoothing_validity_prints_both_spearmans_and_the_paired_change(monkeypa
     plain, smoothed = float(cells[3].split()[0]), float(cells[4].split()[0])
     assert smoothed == pytest.approx(-plain, abs=1e-3)
     assert cells[5].startswith(f"{smoothed - plain:+.3f} [")
+
+
+def test_source_support_findings_counts_each_kind_and_the_flagged_share_over_judged_texts(tmp_path) -> None:
+    from robusteval import detectors
+
+    bench = _load("source_support_findings")
+    samples = [Sample(id=f"d{i}/r", task="summarization", context=(f"doc {i}",), response=f"r{i}") for i in range(4)]
+    rows = [{"suspicion": 0.99, "edits": ["Chelsea"], "substitutions": [], "negation_flips": [], "unsupported": []},
+            {"suspicion": 0.5, "edits": [], "substitutions": ["x"], "negation_flips": [], "unsupported": ["y"]},
+            {"suspicion": 0.9, "edits": [], "substitutions": [], "negation_flips": ["win"], "unsupported": []},
+            {"suspicion": 0.0, "abstained": True}]
+    # n is the 3 judged texts (the abstention named); shares over them; flagged is suspicion >= threshold
+    n, subs, flips, unsup, edits, flagged = bench.cells(rows, samples, threshold=0.9)
+    assert n == "3 (1 abstained)"
+    assert [c.split(" ")[0] for c in (subs, flips, unsup, edits, flagged)] == ["33.3", "33.3", "33.3", "33.3", "66.7"]
+    assert len(bench.cells(rows, samples)) == 5  # no threshold, no flagged column
+    det = detectors.load("source_support")
+    good = {"detectors": {"source_support": {"threshold": 0.9817, "signature": det.identity()}}}
+    (tmp_path / "t.json").write_text(json.dumps(good), encoding="utf-8")
+    assert bench.read_threshold(str(tmp_path / "t.json"), det) == 0.9817
+    for bad, says in [({**good, "groups": {}}, "per-group"), ({"detectors": {}}, "no source_support"),
+                      ({"detectors": {"source_support": {"threshold": 0.5, "signature": "v2|old"}}},
+                       "calibrated as 'v2|old'")]:
+        (tmp_path / "b.json").write_text(json.dumps(bad), encoding="utf-8")
+        with pytest.raises(SystemExit, match=says):
+            bench.read_threshold(str(tmp_path / "b.json"), det)
