@@ -29,9 +29,11 @@ dialogue context, the knowledge fact and the references:
 
   numbers and dates are compared by value ("about 2000" and "about 2,000" agree);
 * **negation flips** -- a predicate negated in the response sentence and not in its aligned
-  sentence, or the reverse ("will call" -> "will not call"). Between sentences with as many
-  negation words (:func:`negation_cues`) only a negation moved from one predicate to another
-  counts (:func:`flipped`): a lone flip there is the parse reading the same negation elsewhere.
+  sentence, or the reverse ("will call" -> "will not call"). Where the two have as many
+  negation words (:func:`negation_cues`; the source's are not counted in a word-level diff
+  stretch of more than ``EDIT_MAX`` words, a clause the response left out: :func:`negation_shift`),
+  only a negation moved from one predicate to another counts (:func:`flipped`): a lone flip
+  there is the parse reading the same negation elsewhere.
   The predicate is the verb or adjective (an auxiliary is none: the verb it helps is); a
   copula is keyed on its complement ("is not happy" -> ``happy``) or its preposition ("was not
   in" -> ``be in``), so a negated copula is not paired with every passive or copula of the
@@ -157,19 +159,6 @@ def negation_cues(text: str) -> int:
     return len(_NEGATION_CUE.findall(text))
 
 
-def flipped(sent: Any, aligned: Any) -> list[str]:
-    """The predicates negated in one sentence and not in the other (:func:`negated`). Where the
-    two have as many negation words, the negation is the same one and a single flip is the
-    parse attaching it elsewhere, or missing a spaced "didn ’ t": it counts only as part of a
-    pair in both directions, a negation moved from one predicate to another ("did not win ...
-    lost" against "won ... did not lose")."""
-    ours, theirs = negated(sent), negated(aligned)
-    pairs = [(lemma, neg) for lemma, neg in ours.items() if lemma in theirs and theirs[lemma] != neg]
-    if negation_cues(sent.text) == negation_cues(aligned.text) and {neg for _, neg in pairs} != {True, False}:
-        return []
-    return [lemma for lemma, _ in pairs]
-
-
 Diff = tuple[list[Any], list[Any], difflib.SequenceMatcher]
 
 
@@ -192,6 +181,42 @@ def copied_share(sent: Any, aligned: Any, words: Diff | None = None) -> float:
     if len(mine) < 5:
         return 0.0
     return sum(b.size for b in matcher.get_matching_blocks() if b.size >= 2) / len(mine)
+
+
+def span_text(toks: list[Any]) -> str:
+    """The text from the first of ``toks`` to the last, as the document writes it (with the
+    punctuation between them: the "’" of a spaced "didn ’ t"); "" for none."""
+    return toks[0].doc.text[toks[0].idx:toks[-1].idx + len(toks[-1])] if toks else ""
+
+
+def negation_shift(sent: Any, words: Diff) -> int:
+    """How many more negation words (:func:`negation_cues`) the response sentence ``sent`` has
+    than its aligned source sentence (negative: fewer), not counting the source's words in a
+    diff stretch of more than ``EDIT_MAX`` words: a clause the response left out. A summary
+    that copies "the car's entire front end was torched" from "No one was injured during the
+    fire, but the car's entire front end was torched" and writes "was not torched" adds a
+    negation, though each sentence has one. The response is counted whole: its own long
+    stretch is where an attack rewrites the most ("Tim Durkan did not photograph" for "He
+    photographed a handful of"). ``words``: :func:`diff`'s result for ``sent``."""
+    _, theirs, matcher = words
+    left_out = sum(negation_cues(span_text(theirs[j1:j2])) for op, i1, i2, j1, j2 in matcher.get_opcodes()
+                   if op != "equal" and max(i2 - i1, j2 - j1) > EDIT_MAX)
+    return negation_cues(sent.text) - (negation_cues(span_text(theirs)) - left_out)
+
+
+def flipped(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
+    """The predicates negated in one sentence and not in the other (:func:`negated`). Where the
+    two have as many negation words (the source's left-out clauses aside: :func:`negation_shift`),
+    the negation is the same one and a single flip is the parse attaching it elsewhere, or missing a spaced "didn ’ t":
+    it counts only as part of a pair in both directions, a negation moved from one predicate to
+    another ("did not win ... lost" against "won ... did not lose"). ``words``: :func:`diff`'s
+    result, when the caller has it."""
+    ours, theirs = negated(sent), negated(aligned)
+    pairs = [(lemma, neg) for lemma, neg in ours.items() if lemma in theirs and theirs[lemma] != neg]
+    if not pairs or ({neg for _, neg in pairs} != {True, False}
+                     and not negation_shift(sent, words or diff(sent, aligned))):
+        return []
+    return [lemma for lemma, _ in pairs]
 
 
 APPROXIMATE = frozenset({"about", "around", "approximately", "almost", "nearly", "over", "under", "more",
@@ -354,7 +379,8 @@ def edits(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     in a replaced stretch whose source side holds a different mention it may stand for
     (:func:`group`: "Chelsea" for "Albirex Niigata", "0-0" for "6-0"), and ``"negation"``, once,
     for a stretch that adds or drops a negation word where the two sentences' counts of them
-    differ (a negation moved within the sentence keeps the count: :func:`flipped` reads it).
+    differ (the source's left-out clauses aside: :func:`negation_shift`; a negation moved
+    within the sentence keeps the count: :func:`flipped` reads it).
 
     An edit is at most ``EDIT_MAX`` words on either side: a longer stretch is a clause one side
     has and the other leaves out (a summary that copies half of a long sentence), not a change
@@ -365,15 +391,12 @@ def edits(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     mine, theirs, matcher = words or diff(sent, aligned)
     where_mine, where_theirs = tagged(sent), tagged(aligned)
 
-    def text(toks: list[Any]) -> str:
-        return toks[0].doc.text[toks[0].idx:toks[-1].idx + len(toks[-1])] if toks else ""
-
     out: list[str] = []
-    negation = negation_cues(sent.text) != negation_cues(aligned.text)
+    negation = negation_shift(sent, (mine, theirs, matcher)) != 0
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal" or max(i2 - i1, j2 - j1) > EDIT_MAX:
             continue
-        changed = negation_cues(text(mine[i1:i2])) != negation_cues(text(theirs[j1:j2]))
+        changed = negation_cues(span_text(mine[i1:i2])) != negation_cues(span_text(theirs[j1:j2]))
         if negation and changed and "negation" not in out:
             out.append("negation")
         if op != "replace":
@@ -450,7 +473,8 @@ class SourceSupport(Detector):
                              "Negation)")
     default_threshold: ClassVar[float] = 0.6
     reads: ClassVar[tuple[str, ...]] = ("response", "context", "reference", "references", "fact")
-    version: ClassVar[int] = 3  # 2: the revision of 2026-11-25; 3: edits in near-copies (Detector.identity)
+    version: ClassVar[int] = 4  # 2: the revision of 2026-11-25; 3: edits in near-copies; 4: the source's
+    # negations in clauses the response left out not counted (negation_shift) (Detector.identity)
 
     def __init__(self, scale: float = 1.0, align_min: float = 0.5, close_min: float = 0.8, copy_min: float = 0.7,
                  edit_weight: float = 4.0, languages: tuple[str, ...] | list[str] | None = ("en",),
@@ -529,11 +553,10 @@ class SourceSupport(Detector):
                 continue
             close = shared / len(mine) >= self.close_min
             substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
-            flips += flipped(sent, best)
-            if self.edit_weight:
-                words = diff(sent, best)  # one matcher for the share and the edits
-                if copied_share(sent, best, words) >= self.copy_min:
-                    edited += edits(sent, best, words)
+            words = diff(sent, best)  # one matcher for the flips, the share and the edits
+            flips += flipped(sent, best, words)
+            if self.edit_weight and copied_share(sent, best, words) >= self.copy_min:
+                edited += edits(sent, best, words)
         score = len(unsupported) + 1.5 * (len(substitutions) + len(flips)) + self.edit_weight * len(edited)
         return {"unsupported": unsupported, "substitutions": substitutions, "negation_flips": flips,
                 "edits": edited, "abstained": False, "suspicion": 1.0 - math.exp(-score / self.scale)}

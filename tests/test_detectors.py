@@ -6,6 +6,7 @@ import json
 import math
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 import numpy as np
 import pytest
@@ -826,6 +827,56 @@ def test_source_support_flips_need_a_changed_count_or_a_moved_negation() -> None
     mine = next(nlp("Chelsea have not made an offer for the forward.").sents)
     theirs = next(nlp("Chelsea have made an offer for the forward.").sents)
     assert flipped(mine, theirs) == ["make"]
+
+
+def test_negation_shift_counts_only_the_diff_s_short_stretches_and_keeps_a_flip_beside_a_left_out_clause() -> None:
+    from robusteval.detectors.source_support import EDIT_MAX, diff, edits, flipped, negation_shift
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+
+    def pair(mine: str, theirs: str) -> tuple[Any, Any]:
+        return next(nlp(mine).sents), next(nlp(theirs).sents)
+
+    # the source's own negation sits in a clause the summary leaves out (9 words): both sentences have one
+    # negation word, and the summary's is added (v3 compared whole-sentence counts and dropped the flip)
+    mine, theirs = pair("The car's entire front end was not torched.",
+                        "No one was injured during the fire, but the car's entire front end was torched.")
+    assert negation_shift(mine, diff(mine, theirs)) == 1
+    assert flipped(mine, theirs) == ["torch"]
+    assert "negation" in edits(mine, theirs)
+    # the boundary: a stretch of EDIT_MAX words the response leaves out still counts, one word more is a clause
+    mine = next(nlp("The striker was fit for the final on Sunday in Madrid.").sents)
+    assert EDIT_MAX == 4
+    for left_out, shift in (("not", -1), ("certainly not", -1), ("certainly not at all", -1),
+                            ("certainly not , at all , really", 0)):
+        theirs = next(nlp(f"The striker was {left_out} fit for the final on Sunday in Madrid.").sents)
+        assert negation_shift(mine, diff(mine, theirs)) == shift, left_out
+        assert ("negation" in edits(mine, theirs)) == bool(shift), left_out
+    # the response is counted whole: a negation inside its own long rewrite is still added
+    mine, theirs = pair("Tim Durkan did not photograph aerial shots of the sunset warming the city's skyline.",
+                        "He photographed a handful of aerial shots of the sunset warming the city's skyline.")
+    assert negation_shift(mine, diff(mine, theirs)) == 1 and flipped(mine, theirs) == ["photograph"]
+    # the same negation, spelled apart: no shift
+    mine, theirs = pair("He did n't have enough cash to pay for it .", "He didn \u2019 t have enough cash to pay for it .")
+    assert negation_shift(mine, diff(mine, theirs)) == 0
+
+
+def test_edits_stop_at_a_stretch_of_edit_max_words() -> None:
+    from robusteval.detectors.source_support import EDIT_MAX, diff, edits
+
+    from robusteval.nlp import load_spacy
+
+    nlp = load_spacy()
+    theirs = next(nlp("Arsenal beat Chelsea 3-1 at the Emirates on Sunday afternoon in the league.").sents)
+    for name, n_words, found in (("Manchester City", 2, True), ("Manchester City Football Club", 4, True),
+                                 ("the Manchester City Football Club", 5, False)):
+        mine = next(nlp(f"Arsenal beat {name} 3-1 at the Emirates on Sunday afternoon in the league.").sents)
+        words = diff(mine, theirs)
+        stretch = [(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in words[2].get_opcodes() if op != "equal"]
+        assert stretch == [(n_words, 1)] and (n_words <= EDIT_MAX) == found
+        assert edits(mine, theirs, words) == ([name] if found else []), name
 
 
 def test_copied_share_counts_runs_of_two_or_more_words_of_the_response() -> None:
