@@ -30,10 +30,10 @@ dialogue context, the knowledge fact and the references:
   numbers and dates are compared by value ("about 2000" and "about 2,000" agree);
 * **negation flips** -- a predicate negated in the response sentence and not in its aligned
   sentence, or the reverse ("will call" -> "will not call"). Where the two have as many
-  negation words (:func:`negation_cues`; the source's are not counted in a word-level diff
-  stretch of more than ``EDIT_MAX`` words, a clause the response left out: :func:`negation_shift`),
-  only a negation moved from one predicate to another counts (:func:`flipped`): a lone flip
-  there is the parse reading the same negation elsewhere.
+  negation words (:func:`negation_cues`; not counting the source's in a clause the response
+  left out, a word-level diff stretch of more than ``EDIT_MAX`` (4) source words written in at
+  most four: :func:`negation_shift`), only a negation moved from one predicate to another
+  counts (:func:`flipped`): a lone flip there is the parse reading the same negation elsewhere.
   The predicate is the verb or adjective (an auxiliary is none: the verb it helps is); a
   copula is keyed on its complement ("is not happy" -> ``happy``) or its preposition ("was not
   in" -> ``be in``), so a negated copula is not paired with every passive or copula of the
@@ -183,25 +183,39 @@ def copied_share(sent: Any, aligned: Any, words: Diff | None = None) -> float:
     return sum(b.size for b in matcher.get_matching_blocks() if b.size >= 2) / len(mine)
 
 
-def span_text(toks: list[Any]) -> str:
-    """The text from the first of ``toks`` to the last, as the document writes it (with the
-    punctuation between them: the "’" of a spaced "didn ’ t"); "" for none."""
-    return toks[0].doc.text[toks[0].idx:toks[-1].idx + len(toks[-1])] if toks else ""
+def negation_starts(sent: Any) -> list[int]:
+    """Where each negation word of ``sent`` starts (document offsets), read over the whole
+    sentence as :func:`negation_cues` reads it: a stretch of the diff then counts the ones
+    starting in it, so "No" of "No. 1" is none anywhere and a spaced "didn ’ t" is one, in the
+    stretch that holds "didn"."""
+    return [sent.start_char + m.start() for m in _NEGATION_CUE.finditer(sent.text)]
 
 
-def negation_shift(sent: Any, words: Diff) -> int:
+def cues_in(toks: list[Any], starts: list[int]) -> int:
+    """How many of ``starts`` lie in the text from the first of ``toks`` to the last."""
+    if not toks:
+        return 0
+    lo, hi = toks[0].idx, toks[-1].idx + len(toks[-1])
+    return sum(lo <= at < hi for at in starts)
+
+
+def negation_shift(sent: Any, aligned: Any, words: Diff) -> int:
     """How many more negation words (:func:`negation_cues`) the response sentence ``sent`` has
-    than its aligned source sentence (negative: fewer), not counting the source's words in a
-    diff stretch of more than ``EDIT_MAX`` words: a clause the response left out. A summary
-    that copies "the car's entire front end was torched" from "No one was injured during the
-    fire, but the car's entire front end was torched" and writes "was not torched" adds a
-    negation, though each sentence has one. The response is counted whole: its own long
-    stretch is where an attack rewrites the most ("Tim Durkan did not photograph" for "He
-    photographed a handful of"). ``words``: :func:`diff`'s result for ``sent``."""
-    _, theirs, matcher = words
-    left_out = sum(negation_cues(span_text(theirs[j1:j2])) for op, i1, i2, j1, j2 in matcher.get_opcodes()
-                   if op != "equal" and max(i2 - i1, j2 - j1) > EDIT_MAX)
-    return negation_cues(sent.text) - (negation_cues(span_text(theirs)) - left_out)
+    than its aligned source sentence (negative: fewer), not counting the source's in a clause
+    the response left out: a diff stretch of more than ``EDIT_MAX`` source words that the
+    response writes in ``EDIT_MAX`` words or fewer (none, or a few; a negation those few keep
+    is the clause's: "didn't" for "surely and truly didn't" adds none). A summary that copies "the
+    car's entire front end was torched" from "No one was injured during the fire, but the car's
+    entire front end was torched" and writes "was not torched" adds a negation, though each
+    sentence has one. A long stretch both sides write is counted on both: the response's
+    rewrite of it may keep the negation ("was never close to playing" for "did not take part")
+    or add one ("Tim Durkan did not photograph" for "He photographed a handful of").
+    ``words``: :func:`diff`'s result for the two."""
+    mine, theirs, matcher = words
+    mine_starts, their_starts = negation_starts(sent), negation_starts(aligned)
+    left_out = sum(max(0, cues_in(theirs[j1:j2], their_starts) - cues_in(mine[i1:i2], mine_starts))
+                   for _, i1, i2, j1, j2 in matcher.get_opcodes() if j2 - j1 > EDIT_MAX >= i2 - i1)
+    return len(mine_starts) - len(their_starts) + left_out
 
 
 def flipped(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
@@ -214,7 +228,7 @@ def flipped(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     ours, theirs = negated(sent), negated(aligned)
     pairs = [(lemma, neg) for lemma, neg in ours.items() if lemma in theirs and theirs[lemma] != neg]
     if not pairs or ({neg for _, neg in pairs} != {True, False}
-                     and not negation_shift(sent, words or diff(sent, aligned))):
+                     and not negation_shift(sent, aligned, words or diff(sent, aligned))):
         return []
     return [lemma for lemma, _ in pairs]
 
@@ -392,11 +406,12 @@ def edits(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     where_mine, where_theirs = tagged(sent), tagged(aligned)
 
     out: list[str] = []
-    negation = negation_shift(sent, (mine, theirs, matcher)) != 0
+    negation = negation_shift(sent, aligned, (mine, theirs, matcher)) != 0
+    mine_starts, their_starts = negation_starts(sent), negation_starts(aligned)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal" or max(i2 - i1, j2 - j1) > EDIT_MAX:
             continue
-        changed = negation_cues(span_text(mine[i1:i2])) != negation_cues(span_text(theirs[j1:j2]))
+        changed = cues_in(mine[i1:i2], mine_starts) != cues_in(theirs[j1:j2], their_starts)
         if negation and changed and "negation" not in out:
             out.append("negation")
         if op != "replace":
@@ -553,10 +568,10 @@ class SourceSupport(Detector):
                 continue
             close = shared / len(mine) >= self.close_min
             substitutions += [m for m in swapped(sent, best, close) if m not in unsupported]
-            words = diff(sent, best)  # one matcher for the flips, the share and the edits
-            flips += flipped(sent, best, words)
-            if self.edit_weight and copied_share(sent, best, words) >= self.copy_min:
+            words = diff(sent, best) if self.edit_weight else None  # one matcher for the share, edits, flips
+            if words is not None and copied_share(sent, best, words) >= self.copy_min:
                 edited += edits(sent, best, words)
+            flips += flipped(sent, best, words)
         score = len(unsupported) + 1.5 * (len(substitutions) + len(flips)) + self.edit_weight * len(edited)
         return {"unsupported": unsupported, "substitutions": substitutions, "negation_flips": flips,
                 "edits": edited, "abstained": False, "suspicion": 1.0 - math.exp(-score / self.scale)}

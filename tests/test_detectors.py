@@ -829,7 +829,7 @@ def test_source_support_flips_need_a_changed_count_or_a_moved_negation() -> None
     assert flipped(mine, theirs) == ["make"]
 
 
-def test_negation_shift_counts_only_the_diff_s_short_stretches_and_keeps_a_flip_beside_a_left_out_clause() -> None:
+def test_negation_shift_leaves_out_the_source_s_clauses_the_response_left_out_and_counts_the_rest() -> None:
     from robusteval.detectors.source_support import EDIT_MAX, diff, edits, flipped, negation_shift
 
     from robusteval.nlp import load_spacy
@@ -843,7 +843,7 @@ def test_negation_shift_counts_only_the_diff_s_short_stretches_and_keeps_a_flip_
     # negation word, and the summary's is added (v3 compared whole-sentence counts and dropped the flip)
     mine, theirs = pair("The car's entire front end was not torched.",
                         "No one was injured during the fire, but the car's entire front end was torched.")
-    assert negation_shift(mine, diff(mine, theirs)) == 1
+    assert negation_shift(mine, theirs, diff(mine, theirs)) == 1
     assert flipped(mine, theirs) == ["torch"]
     assert "negation" in edits(mine, theirs)
     # the boundary: a stretch of EDIT_MAX words the response leaves out still counts, one word more is a clause
@@ -852,15 +852,26 @@ def test_negation_shift_counts_only_the_diff_s_short_stretches_and_keeps_a_flip_
     for left_out, shift in (("not", -1), ("certainly not", -1), ("certainly not at all", -1),
                             ("certainly not , at all , really", 0)):
         theirs = next(nlp(f"The striker was {left_out} fit for the final on Sunday in Madrid.").sents)
-        assert negation_shift(mine, diff(mine, theirs)) == shift, left_out
+        assert negation_shift(mine, theirs, diff(mine, theirs)) == shift, left_out
         assert ("negation" in edits(mine, theirs)) == bool(shift), left_out
     # the response is counted whole: a negation inside its own long rewrite is still added
     mine, theirs = pair("Tim Durkan did not photograph aerial shots of the sunset warming the city's skyline.",
                         "He photographed a handful of aerial shots of the sunset warming the city's skyline.")
-    assert negation_shift(mine, diff(mine, theirs)) == 1 and flipped(mine, theirs) == ["photograph"]
-    # the same negation, spelled apart: no shift
-    mine, theirs = pair("He did n't have enough cash to pay for it .", "He didn \u2019 t have enough cash to pay for it .")
-    assert negation_shift(mine, diff(mine, theirs)) == 0
+    assert negation_shift(mine, theirs, diff(mine, theirs)) == 1 and flipped(mine, theirs) == ["photograph"]
+    # ... and a long rewrite on both sides that keeps the negation keeps the count
+    mine, theirs = pair("He was never even close to playing in the final against Spain on Sunday.",
+                        "He did not take part in the final against Spain on Sunday.")
+    ops = [(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in diff(mine, theirs)[2].get_opcodes() if op != "equal"]
+    assert max(i for i, _ in ops) > EDIT_MAX and negation_shift(mine, theirs, diff(mine, theirs)) == 0
+    # a stretch that ends inside "No. 1" does not read "No" as a negation; a spaced "didn ’ t" is one
+    mine, theirs = pair("Djokovic, ranked 1 in the world, beat Murray in the final on Sunday.",
+                        "Djokovic, the reigning champion and world No. 1 in the world, beat Murray in the final on "
+                        "Sunday.")
+    assert negation_shift(mine, theirs, diff(mine, theirs)) == 0
+    for spaced in ("He didn \u2019 t have enough cash to pay for it .",
+                   "He surely and certainly and truly didn \u2019 t have enough cash to pay for it ."):
+        mine, theirs = pair("He did n't have enough cash to pay for it .", spaced)
+        assert negation_shift(mine, theirs, diff(mine, theirs)) == 0, spaced
 
 
 def test_edits_stop_at_a_stretch_of_edit_max_words() -> None:
