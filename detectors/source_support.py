@@ -221,10 +221,10 @@ def negation_shift(sent: Any, aligned: Any, words: Diff) -> int:
 def flipped(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     """The predicates negated in one sentence and not in the other (:func:`negated`). Where the
     two have as many negation words (the source's left-out clauses aside: :func:`negation_shift`),
-    the negation is the same one and a single flip is the parse attaching it elsewhere, or missing a spaced "didn ’ t":
-    it counts only as part of a pair in both directions, a negation moved from one predicate to
-    another ("did not win ... lost" against "won ... did not lose"). ``words``: :func:`diff`'s
-    result, when the caller has it."""
+    the negation is the same one and a single flip is the parse attaching it elsewhere, or
+    missing a spaced "didn ’ t": it counts only as part of a pair in both directions, a negation
+    moved from one predicate to another ("did not win ... lost" against "won ... did not
+    lose"). ``words``: :func:`diff`'s result, when the caller has it."""
     ours, theirs = negated(sent), negated(aligned)
     pairs = [(lemma, neg) for lemma, neg in ours.items() if lemma in theirs and theirs[lemma] != neg]
     if not pairs or ({neg for _, neg in pairs} != {True, False}
