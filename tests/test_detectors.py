@@ -858,6 +858,11 @@ def test_negation_shift_leaves_out_the_source_s_clauses_the_response_left_out_an
     mine, theirs = pair("Tim Durkan did not photograph aerial shots of the sunset warming the city's skyline.",
                         "He photographed a handful of aerial shots of the sunset warming the city's skyline.")
     assert negation_shift(mine, theirs, diff(mine, theirs)) == 1 and flipped(mine, theirs) == ["photograph"]
+    # a negation the few words in place of a left-out clause add is added (the clause's own count is 0)
+    mine, theirs = pair("Sadly it was not the car 's entire front end that was torched on Monday .",
+                        "The fire spread quickly through the street , and the car 's entire front end was torched on "
+                        "Monday .")
+    assert negation_shift(mine, theirs, diff(mine, theirs)) == 1
     # ... and a long rewrite on both sides that keeps the negation keeps the count
     for source in ("He did not take part in the final against Spain on Sunday.",
                    "He did not at any point take part in the final against Spain on Sunday."):
