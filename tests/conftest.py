@@ -30,7 +30,9 @@ def data_dir() -> Path:
     if not value or not Path(value).is_dir():
         pytest.skip("ROBUSTEVAL_DATA is not set to the human-judgment data folder "
                     "(CI sets it to ../shared/data)")
-    return Path(value)
+    # absolute: tests that start the CLI in tmp_path (the DDP test) write this path into a config,
+    # and a relative one (ROBUSTEVAL_DATA=../shared/data) would be read from the wrong folder there
+    return Path(value).resolve()
 
 
 @pytest.fixture(scope="session")
