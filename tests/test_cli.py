@@ -136,3 +136,34 @@ victims:
         summary = json.loads((out / label / "summary.json").read_text())
         assert summary["n_samples"] == 3 and summary["selection"] == "best-per-context"
         assert summary["attacks"]["previous-utterance"]["criteria"]["gold"]["n"] == 3
+
+
+def test_an_unexpected_value_error_is_one_line_and_says_how_to_see_its_traceback(tmp_path, monkeypatch,
+                                                                                   capsys) -> None:
+    monkeypatch.delenv("ROBUSTEVAL_TRACEBACK", raising=False)
+    p = _jsonl(tmp_path)
+    args = ["score", "--metric", "rougeL", "--input", str(p), "--columns", "response=hyp", "--columns",
+            "reference=ref", "--out-dir", str(tmp_path / "o")]
+    from robusteval import metrics
+
+    def broken(*a, **k):
+        raise ValueError("setting an array element with a sequence")  # as numpy says it, deep inside
+
+    monkeypatch.setattr(metrics, "load", broken)
+    assert main(args) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "robusteval score: error: setting an array element with a sequence"
+    assert "ROBUSTEVAL_TRACEBACK=1" in err[1] and "Traceback" not in "\n".join(err)
+    monkeypatch.setenv("ROBUSTEVAL_TRACEBACK", "1")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and "in broken" in err
+    assert err.rstrip().splitlines()[-1] == "robusteval score: error: setting an array element with a sequence"
+
+
+def test_a_robusteval_error_stays_one_line_without_the_hint(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("ROBUSTEVAL_TRACEBACK", raising=False)
+    assert main(["score", "--metric", "no-such-metric", "--input", str(_jsonl(tmp_path)), "--out-dir",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("robusteval score: error:")

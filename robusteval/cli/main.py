@@ -4,12 +4,19 @@ Every command's config is a dataclass in :mod:`robusteval.config`, parsed by jso
 ``--config FILE.yaml``, a flag per key with dotted overrides, ``--print_config``; a bad key or
 flag ends in one line ``robusteval <command>: error: ...`` (exit 2) before any work.
 ``robusteval train`` is LightningCLI (jsonargparse too).
+
+An error is one line. With ``ROBUSTEVAL_TRACEBACK=1`` in the environment the line is preceded
+by the whole traceback, the errors it was raised from included, so a bug inside a metric's or a
+config's constructor can be told from a mistake in the config. A plain ``ValueError`` (not one
+of :mod:`robusteval.errors`) gets a second line saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -124,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return train_main(argv[1:])
         except RobustevalError as exc:
-            print(f"robusteval train: error: {exc}", file=sys.stderr)
+            report_error("robusteval train", exc)
             return 2
         except Terminated as stop:
             print(f"\nrobusteval train: terminated (SIGTERM); {stop}", file=sys.stderr)
@@ -136,13 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cmd, cfg = parse(argv, table)
     except RobustevalError as exc:
-        print(f"{where}: error: {exc}", file=sys.stderr)
+        report_error(where, exc)
         return 2
     try:
         with executing(cfg), stopping_on_sigterm():
             return int(cmd.run(cfg) or 0)
     except (RobustevalError, FileExistsError, ValueError) as exc:
-        print(f"{where}: error: {exc}", file=sys.stderr)
+        report_error(where, exc)
         return 2
     except KeyboardInterrupt:
         print(f"\n{where}: interrupted; {resume_hint(cfg)}", file=sys.stderr)
@@ -155,6 +162,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{where}: error: cannot write or read{at}: {exc.strerror or exc}; {resume_hint(cfg)}",
               file=sys.stderr)
         return 74  # EX_IOERR
+
+
+def report_error(where: str, exc: BaseException) -> None:
+    """``exc`` as the one line ``<where>: error: ...`` on stderr; the whole traceback before it
+    when ``ROBUSTEVAL_TRACEBACK`` is set (to anything but "" or "0"). A plain ValueError may be
+    an option check or a bug inside a metric or a library, which one line cannot tell apart, so
+    it gets a second line saying how to see where it was raised."""
+    if os.environ.get("ROBUSTEVAL_TRACEBACK", "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{where}: error: {exc}", file=sys.stderr)
+    if isinstance(exc, ValueError) and not isinstance(exc, RobustevalError) \
+            and os.environ.get("ROBUSTEVAL_TRACEBACK", "") in ("", "0"):
+        print(f"{where}: (a {type(exc).__name__}: ROBUSTEVAL_TRACEBACK=1 shows where it was raised)", file=sys.stderr)
 
 
 @contextlib.contextmanager

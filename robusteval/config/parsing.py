@@ -184,8 +184,8 @@ def build(cls: type, parser: ArgumentParser, ns: Namespace, where: str = "", val
     try:
         init = parser.instantiate(ns)
         obj = cls(**{f.name: init[f.name] for f in dataclasses.fields(cls) if f.name in init})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}{exc}") from None
+    except (TypeError, ValueError) as exc:  # chained: ROBUSTEVAL_TRACEBACK=1 shows a bug inside a constructor
+        raise ConfigError(f"{where}{exc}") from exc
     check = getattr(obj, "validate", None) if validate else None
     if check is not None:
         try:
