@@ -199,7 +199,8 @@ def cues_in(toks: list[Any], starts: list[int]) -> int:
     return sum(lo <= at < hi for at in starts)
 
 
-def negation_shift(sent: Any, aligned: Any, words: Diff) -> int:
+def negation_shift(sent: Any, aligned: Any, words: Diff,
+                   starts: tuple[list[int], list[int]] | None = None) -> int:
     """How many more negation words (:func:`negation_cues`) the response sentence ``sent`` has
     than its aligned source sentence (negative: fewer), not counting the source's in a clause
     the response left out: a diff stretch of more than ``EDIT_MAX`` source words that the
@@ -210,9 +211,10 @@ def negation_shift(sent: Any, aligned: Any, words: Diff) -> int:
     sentence has one. A long stretch both sides write is counted on both: the response's
     rewrite of it may keep the negation ("was never close to playing" for "did not take part")
     or add one ("Tim Durkan did not photograph" for "He photographed a handful of").
-    ``words``: :func:`diff`'s result for the two."""
+    ``words``: :func:`diff`'s result for the two; ``starts``: their :func:`negation_starts`,
+    when the caller has them."""
     mine, theirs, matcher = words
-    mine_starts, their_starts = negation_starts(sent), negation_starts(aligned)
+    mine_starts, their_starts = starts or (negation_starts(sent), negation_starts(aligned))
     left_out = sum(max(0, cues_in(theirs[j1:j2], their_starts) - cues_in(mine[i1:i2], mine_starts))
                    for _, i1, i2, j1, j2 in matcher.get_opcodes() if j2 - j1 > EDIT_MAX >= i2 - i1)
     return len(mine_starts) - len(their_starts) + left_out
@@ -406,8 +408,8 @@ def edits(sent: Any, aligned: Any, words: Diff | None = None) -> list[str]:
     where_mine, where_theirs = tagged(sent), tagged(aligned)
 
     out: list[str] = []
-    negation = negation_shift(sent, aligned, (mine, theirs, matcher)) != 0
     mine_starts, their_starts = negation_starts(sent), negation_starts(aligned)
+    negation = negation_shift(sent, aligned, (mine, theirs, matcher), (mine_starts, their_starts)) != 0
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal" or max(i2 - i1, j2 - j1) > EDIT_MAX:
             continue
