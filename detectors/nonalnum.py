@@ -21,7 +21,10 @@ the whole of Unicode:
   whole-script confusable (:func:`lookalike_tokens`, which states its limits). Boucher et al.
   2022 ("Bad Characters", IEEE S&P) swap whole words this way, and so does robusteval's own
   evasion attack (:mod:`robusteval.attacks.evasion`, ``lookalike-token``), which got past
-  version 2;
+  version 2. Version 4 also reads such a word where version 3 looked away (a text with no
+  Latin letter, or with a real Cyrillic or Greek word beside it): it is a disguise when its
+  Latin reading is a listed word of a Latin-script language and its own spelling is no listed
+  word of Russian, Ukrainian, Bulgarian, Macedonian or Greek (:func:`poses_as_word`);
 * a response with no alphanumeric character at all.
 
 Suspicion is the largest of the per-feature scores; the default threshold 0.5 is replaced by
@@ -32,11 +35,13 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector, squash
 
+from robusteval.langid import known_word
 from robusteval.paths import resource
 from robusteval.types import Sample
 
@@ -48,6 +53,14 @@ _ALLOWED_CONTROL = {"\n", "\t", "\r"}
 SHARE_PRIOR = 2
 HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}
 CONFUSABLE_SCRIPTS = {"LATIN", "CYRILLIC", "GREEK"}
+#: the languages (wordfreq's lists) in which a word spelled only with Cyrillic or Greek
+#: lookalikes of Latin letters may be a real word ("а", "вот", "ου")
+OWN_LANGUAGES = {"CYRILLIC": ("ru", "uk", "bg", "mk"), "GREEK": ("el",)}
+#: Gaj's Latin alphabet -> Vuk Karadžić's Cyrillic, for wordfreq's Serbo-Croatian list (``sh``),
+#: which is kept in Latin script: Serbian Cyrillic words ("рекао", "ја") are real words too
+_SERBIAN_DIGRAPHS = (("dž", "џ"), ("lj", "љ"), ("nj", "њ"))
+_SERBIAN = str.maketrans(dict(zip("abcčćdđefghijklmnoprsštuvzž", "абцчћдђефгхијклмнопрсштувзж", strict=True)))
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
 
 
 def char_script(ch: str) -> str:
@@ -92,13 +105,95 @@ def to_latin() -> dict[str, str]:
     return dict(data["to_latin"])
 
 
+def serbian_cyrillic(word: str) -> str | None:
+    """A word of wordfreq's Serbo-Croatian list in Serbian Cyrillic ("rekao" -> "рекао"), or
+    None when it has a letter outside Gaj's alphabet (a foreign word: "weekend")."""
+    for latin, cyrillic in _SERBIAN_DIGRAPHS:
+        word = word.replace(latin, cyrillic)
+    out = word.translate(_SERBIAN)
+    return out if all(char_script(c) == "CYRILLIC" for c in out) else None
+
+
+def unaccented(word: str) -> str:
+    """``word`` without its combining marks ("κύμα" -> "κυμα"): Greek in capitals is written
+    without its accents ("ΚΥΜΑ")."""
+    return unicodedata.normalize("NFC", "".join(c for c in unicodedata.normalize("NFD", word)
+                                                if not unicodedata.combining(c)))
+
+
+def _own_words() -> Any:
+    from wordfreq import get_frequency_dict
+
+    for langs in OWN_LANGUAGES.values():
+        for lang in langs:
+            yield from get_frequency_dict(lang, wordlist="best")
+    for word in get_frequency_dict("sh", wordlist="best"):
+        if (cyrillic := serbian_cyrillic(word)) is not None:
+            yield cyrillic
+
+
+def scan_lookalike_words() -> list[str]:
+    """The words of the ``wordfreq`` lists of :data:`OWN_LANGUAGES` and of Serbian (in
+    Cyrillic, :func:`serbian_cyrillic`), lower-cased as the lists keep them and also without
+    their accents (:func:`unaccented`), that a text could show spelled only with lookalikes of
+    Latin letters -- in lower case, capitalized or in capitals -- *and* that then read as a
+    listed word of a Latin-script language ("а" -> "a", "со" -> "co", "ВОТ" -> "BOT", "ου" ->
+    "ou", "ΚΥΜΑ" -> "KYMA", "РЕКАО" -> "PEKAO"): the only real words :func:`poses_as_word`
+    could take for disguises. ``detectors/lookalike_words.json`` ships this list, so that a
+    guard never loads the 230 MB of these languages' lists (it still loads the Latin-script
+    ones, about 260 MB, the first time a word is not in the file: see :func:`poses_as_word`); a
+    slow test checks the file against this scan."""
+    table = to_latin()
+    found: set[str] = set()
+    for word in _own_words():
+        if not word.isalpha():
+            continue
+        for key in {word, unaccented(word)}:
+            forms = {f for f in (key, key.capitalize(), key.upper()) if all(c in table for c in f)}
+            if any(known_word("".join(table[c] for c in f)) for f in forms):
+                found.add(key)
+    return sorted(found)
+
+
+@functools.lru_cache(maxsize=1)
+def real_lookalike_words() -> frozenset[str]:
+    """The shipped result of :func:`scan_lookalike_words`."""
+    data = json.loads(resource("detectors/lookalike_words.json").read_text(encoding="utf-8"))
+    return frozenset(data["words"])
+
+
+def poses_as_word(letters: str) -> bool:
+    """Whether a word spelled only with Cyrillic or Greek lookalikes of Latin letters (its
+    letters, ``letters``) is a disguised Latin word whatever text it stands in (version 4):
+    read with :func:`to_latin` it is a word of a Latin-script language in ``wordfreq``
+    ("һоԝ" -> "how", "Неӏӏо" -> "Hello"), and spelled as it is, no word of
+    :data:`OWN_LANGUAGES` or Serbian ("а", "ВОТ", "ου", "ΚΥΜΑ", "РЕКАО" are words and stay
+    words: :func:`real_lookalike_words`).
+
+    Cost: a word that is not in that shipped file is looked up in the seven Latin-script
+    languages' lists of :mod:`robusteval.langid`, which load once per process (about 1.7 s and
+    260 MB; a guard over English text has them loaded already, for ``gec`` and ``parse_triple``;
+    over Russian chat the first unlisted word, "Ахаха", loads them)."""
+    if letters.lower() in real_lookalike_words():
+        return False
+    table = to_latin()
+    return known_word("".join(table[c] for c in letters))
+
+
+def _poses(token: str) -> bool:
+    """Whether a word of lookalikes poses as a Latin one, read run by run of letters: "Оо,а"
+    (two Russian words without a space after the comma) is "Оо" and "а", not "Ооа"."""
+    return any(poses_as_word(run) for run in _LETTER_RUN.findall(token))
+
+
 def lookalike_tokens(text: str) -> list[int]:
     """Indices (in ``text.split()``) of the words that pose as Latin ones: every letter of the
-    word Cyrillic or Greek *and* a lookalike of a Latin letter, in a text that has Latin
-    letters and no other Cyrillic or Greek word (Unicode TS #39's whole-script confusables,
-    read in the direction :func:`to_latin` lists).
+    word Cyrillic or Greek *and* a lookalike of a Latin letter (Unicode TS #39's whole-script
+    confusables, read in the direction :func:`to_latin` lists), in a text that has Latin
+    letters and no other Cyrillic or Greek word, or (version 4) in any text when
+    :func:`poses_as_word` says so.
 
-    A text with a real Cyrillic or Greek word ("Не так. Мне REDACTED лет.", a Russian reply
+    Version 3's condition: a text with a real Cyrillic or Greek word ("Не так. Мне REDACTED лет.", a Russian reply
     that quotes an English name) is in that script, so its short words ("Не", "А", "О") are
     words, not disguises: no token is returned. So is a word with a Latin letter inside Russian
     ("мaма"): its other letters are Russian. Scanned over every text cell of the shared
@@ -108,9 +203,17 @@ def lookalike_tokens(text: str) -> list[int]:
     text ("OK" in a Russian reply) is not looked for, since Russian text carries Latin acronyms
     honestly.
 
-    Limits: one real Cyrillic or Greek word anywhere turns the check off ("hello һоԝ я"), so an
-    attacker who knows it can add one; and an honest Greek symbol or Russian chat word in Latin
-    text is flagged ("Spearman ρ = 0.5", "хаха lol")."""
+    Version 4: where that condition fails (no Latin letter, or a real Cyrillic or Greek word
+    in the text), a word is still returned when :func:`poses_as_word` says it is a disguise.
+    Version 3 looked away there, so one real Cyrillic word ("hello һоԝ я") turned the check
+    off, and a reply made only of lookalikes ("Неӏӏо") was never read.
+
+    Limits: an honest Greek symbol or Russian chat word in Latin text is flagged ("Spearman
+    ρ = 0.5", "хаха lol"). In a text with a real Cyrillic or Greek word (or none in Latin), a
+    disguise whose Latin reading is no listed word (a rare name) is not, nor is one spelled like
+    a real word ("со" for "co", "ТО" for "TO"). Real words are known for Russian, Ukrainian,
+    Bulgarian, Macedonian, Serbian and Greek; a capitalized word of Kazakh, Belarusian or
+    Mongolian, which wordfreq does not list, that reads as a Latin word is taken for one."""
     return _script_scan(text)[1]
 
 
@@ -122,7 +225,7 @@ def _script_scan(text: str) -> tuple[int, list[int]]:
     table = to_latin()
     mixed = 0
     latin = real_foreign = False
-    candidates: list[int] = []
+    candidates: list[tuple[int, str]] = []
     for i, token in enumerate(text.split()):
         letters = [(c, char_script(c)) for c in token if c.isalpha()]
         scripts = {script for _, script in letters}
@@ -133,9 +236,11 @@ def _script_scan(text: str) -> tuple[int, list[int]]:
         elif any(c not in table for c in foreign):
             real_foreign = True  # a real Cyrillic or Greek word, even with a Latin letter in it: that script's text
         elif scripts <= {"CYRILLIC", "GREEK"}:
-            candidates.append(i)
+            candidates.append((i, token))
         # else: Latin mixed with lookalikes in one token, counted in ``mixed``
-    return mixed, candidates if latin and not real_foreign else []
+    if latin and not real_foreign:
+        return mixed, [i for i, _ in candidates]
+    return mixed, [i for i, token in candidates if _poses(token)]
 
 
 def features(text: str) -> dict[str, Any]:
@@ -177,8 +282,8 @@ class NonAlnum(Detector):
     default_threshold: ClassVar[float] = 0.5
     reads: ClassVar[tuple[str, ...]] = ("response",)
     # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies); v3: whole-token
-    # lookalikes count as homoglyphs
-    version: ClassVar[int] = 3
+    # lookalikes count as homoglyphs; v4: such a word is read in any text (poses_as_word)
+    version: ClassVar[int] = 4
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
                  threshold: float | None = None) -> None:

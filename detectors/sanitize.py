@@ -19,8 +19,10 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   when every Latin letter is a lookalike of that script's (a Russian word with one Latin
   ``a``), else to the majority script. In Cyrillic or Greek text, tokens in one script are
   never touched, so Russian or Greek text is left as it is. A whole word spelled in Cyrillic
-  or Greek lookalikes of Latin letters inside Latin text (``"һоԝ"``, a Cyrillic ``"і"``;
-  :func:`robusteval.detectors.nonalnum.lookalike_tokens`) is mapped to Latin too. This runs
+  or Greek lookalikes of Latin letters that :func:`robusteval.detectors.nonalnum.lookalike_tokens`
+  reads as a disguise (``"һоԝ"`` or a Cyrillic ``"і"`` in Latin text; since ``nonalnum`` v4
+  also ``"һоԝ"`` beside a real Russian word, or a reply ``"Неӏӏо"`` alone) is mapped to
+  Latin too; Russian ``"а"`` or ``"ВОТ"`` are words and stay. This runs
   before role prefixes are removed, so a disguised label (``"tеасһеr:"``) is recognized once
   it is spelled in Latin.
 
@@ -91,7 +93,7 @@ def _strip_roles(text: str, removed: dict[str, Any]) -> str:
         if out == before:
             break
     if tags:
-        removed["role_prefixes"] = tags
+        removed.setdefault("role_prefixes", []).extend(tags)
     return out
 
 
@@ -141,13 +143,18 @@ def _fix_token(token: str) -> str:
 def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
     parts = re.split(r"(\s+)", text)
     fixed = [_fix_token(p) if p and not p.isspace() else p for p in parts]
-    # then whole lookalike words, read on the repaired text: a mixed token may have turned out Russian
+    # then whole lookalike words, read on the repaired text: a mixed token may have turned out Russian.
+    # Until none is left: a word that nonalnum v4 maps in a text without Latin letters ("Неӏӏо ах")
+    # makes the text Latin, and in Latin text a short Russian word of lookalikes ("ах") is one too,
+    # so one pass would leave work for the next and sanitize would not be idempotent. Each pass
+    # writes its words wholly in Latin, so the loop ends.
     words = [i for i, p in enumerate(fixed) if p and not p.isspace()]  # in str.split() order
-    for k in lookalike_tokens("".join(fixed)):
-        fixed[words[k]] = _as_latin(fixed[words[k]])
+    while posing := lookalike_tokens("".join(fixed)):
+        for k in posing:
+            fixed[words[k]] = _as_latin(fixed[words[k]])
     changes = [f"{a}->{b}" for a, b in zip(parts, fixed, strict=True) if a != b]
     if changes:
-        removed["homoglyphs"] = changes
+        removed.setdefault("homoglyphs", []).extend(changes)
     return "".join(fixed)
 
 
@@ -191,11 +198,19 @@ def skeleton_with_origin(text: str) -> tuple[str, list[int]]:
 
 def sanitize(text: str) -> Sanitized:
     """``text`` without role prefixes, invisible characters and homoglyphs (inside mixed-script
-    tokens, and whole lookalike words in Latin text)."""
+    tokens, and whole lookalike words that ``nonalnum`` reads as disguised Latin ones).
+
+    Homoglyphs and role prefixes are repeated until neither changes the text: a label can hold
+    the text's only real Cyrillic word ("user Пётр: а Неӏӏо"), and once it is gone "а" stands
+    in Latin text, a disguise by ``nonalnum``'s reading; one pass would leave that for the next
+    call, and sanitize would not be idempotent."""
     removed: dict[str, Any] = {}
     out = _strip_invisible(text, removed)
-    out = _fix_homoglyphs(out, removed)
-    out = _strip_roles(out, removed)
+    for _ in range(8):
+        before = out
+        out = _strip_roles(_fix_homoglyphs(out, removed), removed)
+        if out == before:
+            break
     if removed:
         out = re.sub(r"[ \t]{2,}", " ", out)
         out = "\n".join(line.strip() for line in out.split("\n")).strip()

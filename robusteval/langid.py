@@ -69,6 +69,12 @@ def _word_zipfs(word: str, candidates: tuple[str, ...]) -> tuple[float, ...]:
     return tuple(_zipf(_frequencies(lang).get(word, 0.0)) for lang in candidates)
 
 
+def known_word(word: str, candidates: tuple[str, ...] = LATIN_LANGUAGES) -> bool:
+    """Whether ``word`` (lower-cased) is listed in the word-frequency list of any candidate
+    language."""
+    return any(z > 0.0 for z in _word_zipfs(word.lower(), tuple(candidates)))
+
+
 @functools.lru_cache(maxsize=65536)  # a guard's detectors ask about the same response in turn
 def _evidence(text: str, candidates: tuple[str, ...]) -> tuple[str | None, tuple[float, ...]]:
     """The main script of ``text`` and, for Latin-script text, each candidate's summed Zipf

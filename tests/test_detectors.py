@@ -52,15 +52,47 @@ def test_nonalnum_features_exact() -> None:
     ("think about how \u04bb\u043e\u051d boring", [3]),
     ("? playing it \u0456\u0455 time what", [3]),  # Cyrillic і, ѕ
     ("the \u03bf\u03bd\u03b5 thing", []),  # Greek ε has no Latin lookalike in the table: a Greek word
-    ("\u04bb\u043e\u051d", []),  # no Latin letter: not Latin text
+    ("\u04bb\u043e\u051d", [0]),  # no Latin letter, but "how" and no Cyrillic word (v4; v3 looked away)
+    ("\u041d\u0435\u04cf\u04cf\u043e !", [0]),  # "Hello" in Cyrillic Н, е and palochkas, a reply alone (v4)
+    ("\u0412\u041e\u0422 \u0422\u0410\u041a", []),  # Russian in capitals: "ВОТ" reads "BOT" but is a Russian word
+    ("\u0410\u0445\u0430\u0445\u0430 !", []),  # Russian laughter: no word when read as Latin ("Axaxa")
+    ("\u039f \u03ba\u03cc\u03c3\u03bc\u03bf\u03c2", []),  # Greek "Ο" is the article
+    ("ΤΟ ΚΥΜΑ ΕΙΝΑΙ ΜΕΓΑΛΟ", []),  # Greek in capitals drops its accents: "ΚΥΜΑ" reads "KYMA" but is "κύμα"
+    ("РЕКАО ЈЕ", []),  # Serbian in capitals (wordfreq lists Serbian in Latin script: "rekao")
+    ("Оо,а как", []),  # two Russian words without a space: read run by run, not as "Ооа"
     ("Мне нравится Old Navy. А ты?", []),  # Russian: "А" beside real Russian words
     ("Не так. Мне REDACTED лет.", []),
     ("log in to p\u0430ypal now", []),  # a mixed token is mixed_script_tokens' case, not this one
     ("а м\u0061ма?", []),  # Russian with a Latin a inside a word is still Russian text
-    ("hello \u04bb\u043e\u051d м\u0061ма", []),  # a real (if intruded) Russian word: the text has that script
+    ("hello \u04bb\u043e\u051d м\u0061ма", [1]),  # a real (if intruded) Russian word no longer hides "how" (v4)
+    ("hello \u04bb\u043e\u051d \u044f", [1]),  # nor does one real Russian word ("я"), v3's known gap
+    ("\u0441\u043e \u0441\u0442\u043e\u043b\u0430", []),  # "со" reads "co" but is a Russian word, in Russian text
 ])
 def test_lookalike_tokens_are_words_posing_as_latin_in_latin_text(text: str, posing: list[int]) -> None:
     assert nonalnum.lookalike_tokens(text) == posing
+
+
+def test_poses_as_word_needs_a_latin_reading_and_no_word_of_its_own() -> None:
+    assert nonalnum.poses_as_word("\u04bb\u043e\u051d")  # "how"
+    assert not nonalnum.poses_as_word("\u0430")  # Russian "а" reads "a" and is a Russian word
+    assert not nonalnum.poses_as_word("\u0412\u041e\u0422")  # "ВОТ" (capitals): Russian "вот"
+    assert not nonalnum.poses_as_word("\u03bf\u03c5")  # Greek "ου"
+    assert not nonalnum.poses_as_word("\u0445\u0430\u0445\u0430")  # "xaxa": no word of a Latin-script language
+    assert {"\u0430", "\u0432\u043e\u0442", "\u03bf\u03c5", "\u0441\u043e"} <= nonalnum.real_lookalike_words()
+
+
+@pytest.mark.slow
+def test_shipped_lookalike_words_are_the_wordfreq_scan() -> None:
+    import importlib.metadata
+    import json
+
+    from robusteval.paths import resource
+
+    built_with = json.loads(resource("detectors/lookalike_words.json").read_text(encoding="utf-8"))["wordfreq"]
+    if importlib.metadata.version("wordfreq") != built_with:
+        pytest.skip(f"the shipped list was built with wordfreq {built_with}; "
+                    f"{importlib.metadata.version('wordfreq')} is installed")
+    assert sorted(nonalnum.real_lookalike_words()) == nonalnum.scan_lookalike_words()
 
 
 def test_nonalnum_v3_flags_whole_word_lookalikes_and_not_short_words_of_other_scripts() -> None:
@@ -68,7 +100,9 @@ def test_nonalnum_v3_flags_whole_word_lookalikes_and_not_short_words_of_other_sc
     disguised = ["\u0456 i 'm afraid not .", "perfect . think about how \u04bb\u043e\u051d boring boring it is",
                  "? playing it \u0456\u0455 time what ! fantastic"]
     clean = ["А ты? Я живу во Флориде!", "О нет, это ужасно.", "Ο κόσμος είναι ωραίος.", "我很好，谢谢。",
-             "أنا بخير، شكرا", "मैं ठीक हूँ, धन्यवाद।", "Oui, à demain !", "i 'm afraid not ."]
+             "أنا بخير، شكرا", "मैं ठीक हूँ, धन्यवाद।", "Oui, à demain !", "i 'm afraid not .",
+             "ВОТ ТАК, со стола", "Ахаха, ооо да"]
+    disguised += ["\u041d\u0435\u04cf\u04cf\u043e !", "perfect . \u04bb\u043e\u051d \u044f boring"]  # v4's two
     assert (d.detect([dlg(t) for t in disguised]) >= 0.5).all()
     assert (d.detect([dlg(t) for t in clean]) < 0.5).all()
 

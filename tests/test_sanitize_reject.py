@@ -54,6 +54,10 @@ def S(i: int, text: str) -> Sample:
     ("think about how \u04bb\u043e\u051d boring", "think about how how boring", "homoglyphs"),  # a whole Cyrillic 'how'
     ("\u0456 i 'm afraid not .", "i i 'm afraid not .", "homoglyphs"),  # a Cyrillic one-letter 'i'
     ("а м\u0061ма?", "а мама?", "homoglyphs"),  # Russian with one Latin a: the short word 'а' stays Cyrillic
+    ("hello \u04bb\u043e\u051d \u044f", "hello how \u044f", "homoglyphs"),  # nonalnum v4: a real Russian word beside
+    ("\u041d\u0435\u04cf\u04cf\u043e !", "Hello !", "homoglyphs"),  # a reply made only of lookalikes (v4)
+    ("\u041d\u0435\u04cf\u04cf\u043e \u0430\u0445", "Hello ax", "homoglyphs"),  # then "ах" is in Latin text: one call
+    ("user \u041f\u0451\u0442\u0440: \u0430 \u041d\u0435\u04cf\u04cf\u043e", "a Hello", "homoglyphs"),  # label gone: "а" too
 ])
 def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     out = sanitize(text)
@@ -66,6 +70,8 @@ def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     "क्\u200dष और हिन्दी",  # Devanagari ZWJ
     "Это обычный текст.", "Ελληνικά κείμενο", "我很好，谢谢。", "أنا بخير، شكرا", "Je vais bien, merci.",
     "Мне нравится Old Navy. А ты?", "Не так. Мне REDACTED лет.",  # Russian short words beside Latin names
+    "ВОТ ТАК, со стола", "Ахаха, ооо да",  # Russian words of lookalikes only ("ВОТ" reads "BOT")
+    "ΤΟ ΚΥΜΑ ΕΙΝΑΙ ΜΕΓΑΛΟ", "РЕКАО ЈЕ",  # Greek and Serbian in capitals
     "👨\u200d👩\u200d👧 family",
 ])
 def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
@@ -78,6 +84,8 @@ def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
 @example("\u200b\u200c")
 @example("а м\u0061ма?")
 @example("hello \u04bb\u043e\u051d м\u0061ма")
+@example("\u041d\u0435\u04cf\u04cf\u043e \u0445\u0445\u0445")  # "Неӏӏо ххх": one pass left "Hello ххх" (v4)
+@example("user \u041f\u0451\u0442\u0440: \u0430 \u041d\u0435\u04cf\u04cf\u043e")  # the label held the only real word
 def test_sanitize_is_idempotent(text: str) -> None:
     once = sanitize(text).text
     assert sanitize(once).text == once
