@@ -27,8 +27,10 @@ Only R- attacks are made evasive: they want a bad text scored high, so a guard t
 stands in their way. For an R+ attack (a meaning-preserving rewrite the attacker wants scored
 *low*) a guard that floors the text is the attacker's success, so there is nothing to evade;
 R+ attacks run unchanged. The ``sanitize`` policy undoes lookalikes (inside mixed-script
-tokens, and whole lookalike tokens in Latin text) and removes invisible characters, which is
-what the disguise step tests; ``nonalnum`` flags both kinds of lookalike since its version 3.
+tokens, and whole lookalike tokens) and removes invisible characters, which is what the
+disguise step tests; ``nonalnum`` flags both kinds of lookalike since its version 3, and since
+version 4 a whole lookalike word also where the text has no Latin letter (a disguised reply of
+one word) or a real Cyrillic word beside it.
 """
 
 from __future__ import annotations
