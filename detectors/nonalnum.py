@@ -24,7 +24,7 @@ the whole of Unicode:
   version 2. Version 4 also reads such a word where version 3 looked away (a text with no
   Latin letter, or with a real Cyrillic or Greek word beside it): it is a disguise when its
   Latin reading is a listed word of a Latin-script language and its own spelling is no listed
-  word of Russian, Ukrainian, Bulgarian, Macedonian or Greek (:func:`poses_as_word`);
+  word of Russian, Ukrainian, Bulgarian, Macedonian, Serbian or Greek (:func:`poses_as_word`);
 * a response with no alphanumeric character at all.
 
 Suspicion is the largest of the per-feature scores; the default threshold 0.5 is replaced by
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import unicodedata
 from typing import Any, ClassVar
 
@@ -60,8 +59,6 @@ OWN_LANGUAGES = {"CYRILLIC": ("ru", "uk", "bg", "mk"), "GREEK": ("el",)}
 #: which is kept in Latin script: Serbian Cyrillic words ("рекао", "ја") are real words too
 _SERBIAN_DIGRAPHS = (("dž", "џ"), ("lj", "љ"), ("nj", "њ"))
 _SERBIAN = str.maketrans(dict(zip("abcčćdđefghijklmnoprsštuvzž", "абцчћдђефгхијклмнопрсштувзж", strict=True)))
-_LETTER_RUN = re.compile(r"[^\W\d_]+")
-
 
 def char_script(ch: str) -> str:
     name = unicodedata.name(ch, "")
@@ -107,7 +104,9 @@ def to_latin() -> dict[str, str]:
 
 def serbian_cyrillic(word: str) -> str | None:
     """A word of wordfreq's Serbo-Croatian list in Serbian Cyrillic ("rekao" -> "рекао"), or
-    None when it has a letter outside Gaj's alphabet (a foreign word: "weekend")."""
+    None when it has a letter outside Gaj's alphabet (a foreign word: "weekend"). Every "lj",
+    "nj" and "dž" is read as one letter, also where it is two ("injekcija"); such a word only
+    adds an entry no text will hold to the list of real words."""
     for latin, cyrillic in _SERBIAN_DIGRAPHS:
         word = word.replace(latin, cyrillic)
     out = word.translate(_SERBIAN)
@@ -174,16 +173,18 @@ def poses_as_word(letters: str) -> bool:
     languages' lists of :mod:`robusteval.langid`, which load once per process (about 1.7 s and
     260 MB; a guard over English text has them loaded already, for ``gec`` and ``parse_triple``;
     over Russian chat the first unlisted word, "Ахаха", loads them)."""
-    if letters.lower() in real_lookalike_words():
-        return False
     table = to_latin()
+    if letters.lower() in real_lookalike_words() or any(c not in table for c in letters):
+        return False
     return known_word("".join(table[c] for c in letters))
 
 
 def _poses(token: str) -> bool:
     """Whether a word of lookalikes poses as a Latin one, read run by run of letters: "Оо,а"
-    (two Russian words without a space after the comma) is "Оо" and "а", not "Ооа"."""
-    return any(poses_as_word(run) for run in _LETTER_RUN.findall(token))
+    (two Russian words without a space after the comma) is "Оо" and "а", not "Ооа"; "Х²" is
+    "Х". A stress mark does not split a word ("хо́рхе" is "хорхе")."""
+    runs = "".join(c if c.isalpha() else " " for c in unaccented(token)).split()
+    return any(poses_as_word(run) for run in runs)
 
 
 def lookalike_tokens(text: str) -> list[int]:
@@ -195,7 +196,7 @@ def lookalike_tokens(text: str) -> list[int]:
 
     Version 3's condition: a text with a real Cyrillic or Greek word ("Не так. Мне REDACTED лет.", a Russian reply
     that quotes an English name) is in that script, so its short words ("Не", "А", "О") are
-    words, not disguises: no token is returned. So is a word with a Latin letter inside Russian
+    words, not disguises: version 3 returned no token there. So is a word with a Latin letter inside Russian
     ("мaма"): its other letters are Russian. Scanned over every text cell of the shared
     data (370,201: xDial's ten languages, SummEval, USR, FED and the rest), this returns a token
     for one text, FED's Russian "О, ML?" (twice: turn and dialogue files), whose only Cyrillic
@@ -212,8 +213,9 @@ def lookalike_tokens(text: str) -> list[int]:
     ρ = 0.5", "хаха lol"). In a text with a real Cyrillic or Greek word (or none in Latin), a
     disguise whose Latin reading is no listed word (a rare name) is not, nor is one spelled like
     a real word ("со" for "co", "ТО" for "TO"). Real words are known for Russian, Ukrainian,
-    Bulgarian, Macedonian, Serbian and Greek; a capitalized word of Kazakh, Belarusian or
-    Mongolian, which wordfreq does not list, that reads as a Latin word is taken for one."""
+    Bulgarian, Macedonian, Serbian and Greek; a word of Kazakh, Belarusian, Mongolian or
+    another language wordfreq does not list that reads as a Latin word is taken for one
+    (lower-case "һ", "ԁ", "ԛ", "ԝ" and "ӏ" each read as a Latin letter that is a listed word)."""
     return _script_scan(text)[1]
 
 

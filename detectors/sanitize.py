@@ -22,7 +22,8 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   or Greek lookalikes of Latin letters that :func:`robusteval.detectors.nonalnum.lookalike_tokens`
   reads as a disguise (``"һоԝ"`` or a Cyrillic ``"і"`` in Latin text; since ``nonalnum`` v4
   also ``"һоԝ"`` beside a real Russian word, or a reply ``"Неӏӏо"`` alone) is mapped to
-  Latin too; Russian ``"а"`` or ``"ВОТ"`` are words and stay. This runs
+  Latin too; in Cyrillic text, Russian ``"а"`` or ``"ВОТ"`` are words and stay (in Latin text,
+  ``"user: ВОТ ТАК"`` included, they read as ``"BOT TAK"``). This runs
   before role prefixes are removed, so a disguised label (``"tеасһеr:"``) is recognized once
   it is spelled in Latin.
 
@@ -206,7 +207,10 @@ def sanitize(text: str) -> Sanitized:
     call, and sanitize would not be idempotent."""
     removed: dict[str, Any] = {}
     out = _strip_invisible(text, removed)
-    for _ in range(8):
+    # every pass that changes the text removes a label or writes a token wholly in one script
+    # (a mixed token at most twice: to Cyrillic, then as a lookalike word to Latin), so this ends
+    # well before the bound, which only guards against a bug looping forever
+    for _ in range(2 * len(out) + 2):
         before = out
         out = _strip_roles(_fix_homoglyphs(out, removed), removed)
         if out == before:

@@ -60,6 +60,9 @@ def test_nonalnum_features_exact() -> None:
     ("ΤΟ ΚΥΜΑ ΕΙΝΑΙ ΜΕΓΑΛΟ", []),  # Greek in capitals drops its accents: "ΚΥΜΑ" reads "KYMA" but is "κύμα"
     ("РЕКАО ЈЕ", []),  # Serbian in capitals (wordfreq lists Serbian in Latin script: "rekao")
     ("Оо,а как", []),  # two Russian words without a space: read run by run, not as "Ооа"
+    ("Решите уравнение Х² = 4", []),  # "²" is no letter (it crashed the first v4 draft)
+    ("Площадь 5 м², а \u04bb\u043e\u051d\u00b2 больше", [4]),  # "һоԝ²" read as "һоԝ"
+    ("хо\u0301рхе и хе\u0301ресе", []),  # a stress mark does not split a Russian word
     ("Мне нравится Old Navy. А ты?", []),  # Russian: "А" beside real Russian words
     ("Не так. Мне REDACTED лет.", []),
     ("log in to p\u0430ypal now", []),  # a mixed token is mixed_script_tokens' case, not this one

@@ -86,6 +86,8 @@ def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
 @example("hello \u04bb\u043e\u051d м\u0061ма")
 @example("\u041d\u0435\u04cf\u04cf\u043e \u0445\u0445\u0445")  # "Неӏӏо ххх": one pass left "Hello ххх" (v4)
 @example("user \u041f\u0451\u0442\u0440: \u0430 \u041d\u0435\u04cf\u04cf\u043e")  # the label held the only real word
+@example("a: " * 70 + "hi")  # more labels than one pass of role stripping removes
+@example("Решите уравнение Х² = 4")
 def test_sanitize_is_idempotent(text: str) -> None:
     once = sanitize(text).text
     assert sanitize(once).text == once
