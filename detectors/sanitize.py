@@ -47,7 +47,7 @@ from robusteval.detectors.nonalnum import (
     lookalike_tokens,
     to_latin,
 )
-from robusteval.detectors.speaker_tag import ROLE_PREFIX, roles
+from robusteval.detectors.speaker_tag import LINE_BREAKS, ROLE_PREFIX, roles
 
 from robusteval.text import is_invisible
 
@@ -217,5 +217,6 @@ def sanitize(text: str) -> Sanitized:
             break
     if removed:
         out = re.sub(r"[ \t]{2,}", " ", out)
-        out = "\n".join(line.strip() for line in out.split("\n")).strip()
+        # each line trimmed, whatever break ends it (a label cut after "\u2028" leaves a space)
+        out = re.sub(rf"[^\S{LINE_BREAKS}]*([{LINE_BREAKS}])[^\S{LINE_BREAKS}]*", r"\1", out).strip()
     return Sanitized(out, removed)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from robusteval.detectors import gec, generic, grammar_rules, nonalnum, parsing
+from robusteval.detectors import gec, generic, grammar_rules, nonalnum, parsing, sanitize, speaker_tag
 
 from robusteval import Sample, detectors
 from robusteval.errors import InputError, MissingResourceError
@@ -419,6 +419,18 @@ def test_speaker_tag() -> None:
                   dlg("ok . user: hi there"), dlg(GOOD), dlg("see https://example.com: now"),
                   dlg("Note: the time is 10:30")])
     assert s.tolist() == [1.0, 1.0, 1.0, 0.7, 0.8, 0.0, 0.0, 0.7]
+
+
+@pytest.mark.parametrize(("text", "score", "label", "cleaned"), [
+    ("x\nuser: hello", 1.0, "user", "x\nhello"),  # version 1: the unknown label "x\nuser", 0.7, kept
+    ("x\u2028teacher: hi", 1.0, "teacher", "x\u2028hi"),  # any line break starts a line
+    ("a\n\n  [user] : b", 1.0, "user", "a\n\nb"),  # blank lines before the label are kept
+    ("hello\nBob: hi", 0.7, "Bob", "hello\nBob: hi"),  # unknown label: flagged, not removed
+    ("word\n: x", 0.0, None, "word\n: x"),  # a colon opening a line has no label
+])
+def test_speaker_tag_reads_each_line_on_its_own(text: str, score: float, label: str | None, cleaned: str) -> None:
+    assert speaker_tag.tag_score(text) == (score, label)
+    assert sanitize.sanitize(text).text == cleaned
 
 
 def test_generic() -> None:
