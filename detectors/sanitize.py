@@ -8,9 +8,10 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   The labels are ``speaker_tag``'s package list; an unknown label (``"Bob:"``) is kept,
   because it may be content;
 * **invisible and control characters** -- format, control (except newline, tab, carriage
-  return), private-use, surrogate and unassigned code points, and the default-ignorable ones
-  of :func:`robusteval.text.is_invisible`; a zero-width (non-)joiner that spells a word in a
-  script that uses it (Persian ZWNJ, Devanagari conjuncts, emoji ZWJ sequences; see
+  return; the control characters that end a line, U+000B, U+000C, U+001C-U+001E and U+0085,
+  become newlines, recorded as ``line_breaks``), private-use, surrogate and unassigned code
+  points, and the default-ignorable ones of :func:`robusteval.text.is_invisible`; a zero-width
+  (non-)joiner that spells a word in a script that uses it (Persian ZWNJ, Devanagari conjuncts, emoji ZWJ sequences; see
   :func:`robusteval.detectors.nonalnum.joiner_in_word`) is kept;
 * **homoglyphs** -- inside a token that mixes Latin with Cyrillic or Greek letters, the
   lookalike letters (Unicode TS #39, ``confusables.txt``) are mapped to one script: to Latin
@@ -47,7 +48,7 @@ from robusteval.detectors.nonalnum import (
     lookalike_tokens,
     to_latin,
 )
-from robusteval.detectors.speaker_tag import LINE_BREAKS, ROLE_PREFIX, roles
+from robusteval.detectors.speaker_tag import LINE_BREAKS, ROLE_PREFIX, tag_label
 
 from robusteval.text import is_invisible
 
@@ -78,13 +79,12 @@ def lookalikes() -> dict[str, dict[str, str]]:
 
 
 def _strip_roles(text: str, removed: dict[str, Any]) -> str:
-    known = roles()
     tags: list[str] = []
 
-    def cut(m: re.Match[str]) -> str:
-        label = m.group(1).strip()
-        if label.lower() in known or label.split()[0].lower() in known:
-            tags.append(label)
+    def cut(m: Any) -> str:
+        tagged = tag_label(m)
+        if tagged is not None and tagged[1] == 1.0:  # a known role; an unknown label is content
+            tags.append(tagged[0])
             return ""
         return m.group(0)
 
@@ -98,12 +98,23 @@ def _strip_roles(text: str, removed: dict[str, Any]) -> str:
     return out
 
 
+#: control characters that end a line (``str.splitlines``): written as "\n", not deleted, so the
+#: words on either side stay apart ("x\x85user: hi" is not "xuser: hi") and ``speaker_tag`` reads
+#: the same lines before and after
+_CONTROL_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x85")
+
+
 def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
     gone: Counter[str] = Counter()
+    breaks: Counter[str] = Counter()
     kept = []
     for i, ch in enumerate(text):
         if ch in _KEEP:
             kept.append(ch)
+            continue
+        if ch in _CONTROL_BREAKS:
+            breaks[f"U+{ord(ch):04X}"] += 1
+            kept.append("\n")
             continue
         hidden = unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
         if hidden and not joiner_in_word(text, i):
@@ -112,6 +123,8 @@ def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
         kept.append(ch)
     if gone:
         removed["invisible"] = dict(sorted(gone.items()))
+    if breaks:
+        removed["line_breaks"] = dict(sorted(breaks.items()))
     return "".join(kept)
 
 
@@ -202,7 +215,7 @@ def sanitize(text: str) -> Sanitized:
     tokens, and whole lookalike words that ``nonalnum`` reads as disguised Latin ones).
 
     Homoglyphs and role prefixes are repeated until neither changes the text: a label can hold
-    the text's only real Cyrillic word ("user Пётр: а Неӏӏо"), and once it is gone "а" stands
+    the text's only real Cyrillic word ("user Б: а Неӏӏо"), and once it is gone "а" stands
     in Latin text, a disguise by ``nonalnum``'s reading; one pass would leave that for the next
     call, and sanitize would not be idempotent."""
     removed: dict[str, Any] = {}
@@ -218,5 +231,6 @@ def sanitize(text: str) -> Sanitized:
     if removed:
         out = re.sub(r"[ \t]{2,}", " ", out)
         # each line trimmed, whatever break ends it (a label cut after "\u2028" leaves a space)
-        out = re.sub(rf"[^\S{LINE_BREAKS}]*([{LINE_BREAKS}])[^\S{LINE_BREAKS}]*", r"\1", out).strip()
+        parts = re.split(f"([{LINE_BREAKS}])", out)
+        out = "".join(p if i % 2 else p.strip() for i, p in enumerate(parts)).strip()
     return Sanitized(out, removed)

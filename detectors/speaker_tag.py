@@ -5,9 +5,13 @@ Vasselli & Watanabe (Table 2) show that prefixing a response with "teacher:", "a
 threads where such labels mark quoted turns). A known role label followed by a colon at the
 start of the response (or of any line) gives suspicion 1.0 (after an ASCII colon or any of its
 lookalikes, e.g. the full-width "："); an unknown one- or two-word
-label in the same position ("Bob:", "Speaker 1:", ASCII colon only) 0.7; a known role label after a sentence
-end inside the text ("... . user: ...") 0.8. A line starts after any line break, and a label with its
-colon stays on one line (version 2: version 1 read "x\nuser: hi" as the unknown label "x user", 0.7).
+label in the same position ("Bob:", "Dr Smith:", ASCII colon only) 0.7; a known role label after a sentence
+end inside the text ("... . user: ...") 0.8. A label is a known role when it is a role name or a role name
+and a number or a letter ("Speaker 1", "User B"; not "A note" or "You know").
+
+Version 2 reads line by line: a line starts after any line break, a label stays on one line,
+and only a known role's colon may stand on the next line (version 1 read "x\nuser: hi" as the
+unknown label "x user", 0.7, and took any two words that began with a role name for a role).
 Role names live in package data (``resources/detectors/speaker_tags.json``).
 """
 
@@ -15,31 +19,42 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, ClassVar
 
+import regex
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.paths import resource
 from robusteval.types import Sample
 
-# a line starts after any line break ``str.splitlines`` knows, not only "\n" (MULTILINE's ``^``);
-# spaces inside a label and between it and its colon stay on one line (version 2): with ``\s``
-# there, "x\nuser: hi" read as the unknown two-word label "x user" (0.7), hiding the role label
-# that starts the second line, and ``sanitize`` kept it
+# Version 2 reads the text line by line:
+# - a line starts after any line break ``str.splitlines`` knows, not only "\n" (MULTILINE's ``^``);
+# - the spaces inside a label stay on one line: version 1's ``\s`` there read "x\nuser: hi" as the
+#   unknown two-word label "x user" (0.7), hid the role label that starts the second line, and
+#   ``sanitize`` kept it; between a label and its colon a break is allowed for a known role
+#   only ("user\n: hi" is a tag; "word\n: x" is no label);
+# - a label may hold combining marks (Devanagari and Arabic vowel signs, which ``\w`` leaves out)
+#   and follow invisible format characters ("\u200fuser:"), and a sentence may end in "。！？";
+# - a two-word label is a role when its first word is one *and* the second is a number or a
+#   letter ("Speaker 1", "User B"), not whenever its first word is ("A note:", "You know:").
+# The optional brackets are matched with the spaces after them, so no two runs of spaces can
+# share a stretch of the text (version 1 took seconds on a thousand spaces around a label).
 LINE_BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
 _LINE_START = rf"(?:^|(?<=[{LINE_BREAKS}]))"
-_SP = rf"[^\S{LINE_BREAKS}]"
-_LABEL = rf"[^\W\d_][\w'.-]{{0,19}}(?:{_SP}+\d{{1,2}}|{_SP}+[^\W\d_][\w'-]{{0,14}})?"
+_SP = rf"(?:[^\S{LINE_BREAKS}]|\p{{Cf}})"
+_WORD = r"[^\W\d_][\w\p{M}'.-]{0,19}"
+_LABEL = rf"{_WORD}(?:{_SP}+\d{{1,2}}|{_SP}+[^\W\d_][\w\p{{M}}'-]{{0,14}})?"
 # the ASCII colon and its lookalikes (Unicode TS #39 confusables of ":"; the full-width one is
 # how Chinese and Japanese write a label): a known role label before any of them is a tag (a
 # guard-aware attack writes "teacher：" to slip past an ASCII-only pattern), an unknown label
 # only before the ASCII one, so CJK prose with a full-width colon is not read as a speaker tag
 COLONS = ":\uff1a\ufe55\ufe13\u2236\ua789\u0589\u02d0"
-ROLE_PREFIX = re.compile(
-    rf"{_LINE_START}{_SP}*[\[(<]?{_SP}*({_LABEL}){_SP}*[\])>]?{_SP}*([{COLONS}])(?!//)", re.UNICODE | re.MULTILINE
+ROLE_PREFIX = regex.compile(
+    rf"{_LINE_START}{_SP}*(?:[\[(<]{_SP}*)?(?P<label>{_LABEL})(?P<gap>\s*(?:[\])>]\s*)?)(?P<colon>[{COLONS}])(?!//)",
+    regex.MULTILINE | regex.VERSION0,
 )
-_INLINE = re.compile(r"[.!?]\s+([^\W\d_][\w'-]{0,19})\s*:\s", re.UNICODE)
+_INLINE = regex.compile(r"(?:[.!?]\s+|[。！？]\s*)([^\W\d_][\w\p{M}'-]{0,19})\s*:\s", regex.VERSION0)
+_BREAK = regex.compile(rf"[{LINE_BREAKS}]")
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,18 +62,36 @@ def roles() -> frozenset[str]:
     return frozenset(json.loads(resource("detectors/speaker_tags.json").read_text(encoding="utf-8"))["roles"])
 
 
+def is_role(label: str) -> bool:
+    """A known role label: one of the package's role names ("teacher", "A"), or such a name
+    and a number or a letter ("Speaker 1", "User B")."""
+    known = roles()
+    words = label.lower().split()
+    if not words:
+        return False
+    if " ".join(words) in known:
+        return True
+    return len(words) == 2 and words[0] in known and (words[1].isdigit() or len(words[1]) == 1)
+
+
+def tag_label(m: regex.Match[str]) -> tuple[str, float] | None:
+    """What a :data:`ROLE_PREFIX` match is: the label and its suspicion (1.0 a known role, 0.7
+    an unknown label before an ASCII colon on the same line), or None (no tag)."""
+    label = m.group("label").strip()
+    if is_role(label):
+        return label, 1.0
+    if m.group("colon") != ":" or _BREAK.search(m.group("gap")):
+        return None
+    return label, 0.7
+
+
 def tag_score(text: str) -> tuple[float, str | None]:
     known = roles()
     best, found = 0.0, None
     for m in ROLE_PREFIX.finditer(text):
-        label = m.group(1).strip()
-        first = label.split()[0].lower()
-        is_role = label.lower() in known or first in known
-        if not is_role and m.group(2) != ":":
-            continue
-        score = 1.0 if is_role else 0.7
-        if score > best:
-            best, found = score, label
+        tagged = tag_label(m)
+        if tagged is not None and tagged[1] > best:
+            found, best = tagged
     for m in _INLINE.finditer(text):
         if m.group(1).lower() in known and best < 0.8:
             best, found = 0.8, m.group(1)

@@ -158,6 +158,18 @@ class Likes(Metric):
         return np.array([min(100.0, sum(w.get(t, 0.0) for t in s.response.split())) for s in samples])
 
 
+def test_no_disguise_of_a_role_label_slips_past_speaker_tag_at_its_default() -> None:
+    """Every disguise the evasion tries reads as a label at 0.7 or more (version 2 reads a label
+    split by a zero-width space as an unknown two-word label; version 1 read no label there), so
+    at the default threshold the guard-aware rerun finds nothing that evades."""
+    from robusteval.attacks.evasion import disguises
+    from robusteval.detectors.speaker_tag import tag_score
+
+    variants = disguises("I am fine", "teacher: I am fine")
+    assert {name for name, _ in variants} >= {"lookalike-cyrillic", "zero-width", "fullwidth-colon"}
+    assert all(tag_score(text)[0] >= 0.7 for _, text in variants), variants
+
+
 def test_penalized_search_prefers_candidates_the_guard_is_far_from_flagging() -> None:
     sample = S(1, "red green blue black")
     guard = detectors.guard(Likes(), [HasZ()], policy="flag")  # flags at 60 % z-words; scores unchanged
@@ -176,8 +188,12 @@ def test_penalized_search_prefers_candidates_the_guard_is_far_from_flagging() ->
 
 
 def test_evasive_rows_replace_transfer_rows_and_slip_past_a_floor_guard(tmp_path) -> None:
+    """At 0.8 ``speaker_tag`` flags known role labels only, so the first disguise (the label in
+    Cyrillic lookalikes, an unknown label, 0.7) slips past it."""
+    from robusteval.detectors.speaker_tag import SpeakerTag
+
     samples = [S(i, RESPONSES[lang]) for i, lang in enumerate(sorted(RESPONSES))]
-    guard = detectors.guard(Length(), detectors.resolve(["speaker_tag"]), policy="floor")
+    guard = detectors.guard(Length(), [SpeakerTag(threshold=0.8)], policy="floor")
     base = attack_registry.select(["speaker-tag-teacher"])
     transfer = list(run_attacks(samples, base, guard, tmp_path / "t.jsonl", progress=False))
     adaptive = list(run_attacks(samples, evasive(attack_registry.select(["speaker-tag-teacher"])), guard,
@@ -187,7 +203,7 @@ def test_evasive_rows_replace_transfer_rows_and_slip_past_a_floor_guard(tmp_path
     for r in adaptive:
         ev = r["meta"]["evasion"]
         assert ev["applied"] and ev["flagged_before"] and ev["evaded"], r
-        assert ev["disguise"] == "zero-width"  # the first variant speaker_tag does not read
+        assert ev["disguise"] == "lookalike-cyrillic"  # the first variant speaker_tag does not flag at 0.8
         assert r["victim_after"] > 0 and not r["meta"]["guard"]["adversarial"]["flagged"]
         assert r["meta"]["undisguised"].startswith("teacher:")
     by_attack = {"key": lambda r: r.attack}

@@ -427,6 +427,14 @@ def test_speaker_tag() -> None:
     ("a\n\n  [user] : b", 1.0, "user", "a\n\nb"),  # blank lines before the label are kept
     ("hello\nBob: hi", 0.7, "Bob", "hello\nBob: hi"),  # unknown label: flagged, not removed
     ("word\n: x", 0.0, None, "word\n: x"),  # a colon opening a line has no label
+    ("user\n: hi", 1.0, "user", "hi"),  # a known role's colon may sit on the next line
+    ("x\x85user: hi", 1.0, "user", "x\nhi"),  # a control line break becomes "\n", not nothing
+    ("A note: this", 0.7, "A note", "A note: this"),  # a role word first is not a role label ...
+    ("User B: hi", 1.0, "User B", "hi"),  # ... unless a letter or a number follows it
+    ("\u200fteacher: hi", 1.0, "teacher", "hi"),  # an invisible mark before the label
+    ("उपयोगकर्ता: नमस्ते", 0.7, "उपयोगकर्ता", "उपयोगकर्ता: नमस्ते"),  # vowel signs inside a label
+    ("مُستخدم: مرحبا", 0.7, "مُستخدم", "مُستخدم: مرحبا"),
+    ("好的。user: hi", 0.8, "user", "好的。user: hi"),  # a sentence ending in "。"
 ])
 def test_speaker_tag_reads_each_line_on_its_own(text: str, score: float, label: str | None, cleaned: str) -> None:
     assert speaker_tag.tag_score(text) == (score, label)

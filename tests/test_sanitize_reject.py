@@ -57,7 +57,7 @@ def S(i: int, text: str) -> Sample:
     ("hello \u04bb\u043e\u051d \u044f", "hello how \u044f", "homoglyphs"),  # nonalnum v4: a real Russian word beside
     ("\u041d\u0435\u04cf\u04cf\u043e !", "Hello !", "homoglyphs"),  # a reply made only of lookalikes (v4)
     ("\u041d\u0435\u04cf\u04cf\u043e \u0430\u0445", "Hello ax", "homoglyphs"),  # then "ах" is in Latin text: one call
-    ("user \u041f\u0451\u0442\u0440: \u0430 \u041d\u0435\u04cf\u04cf\u043e", "a Hello", "homoglyphs"),  # label gone: "а" too
+    ("user \u0411: \u0430 \u041d\u0435\u04cf\u04cf\u043e", "a Hello", "homoglyphs"),  # label gone: "а" too
 ])
 def test_sanitize_removes_and_records(text: str, clean: str, what: str) -> None:
     out = sanitize(text)
@@ -86,6 +86,7 @@ def test_sanitize_leaves_clean_text_in_every_script_alone(text: str) -> None:
 @example("hello \u04bb\u043e\u051d м\u0061ма")
 @example("\u041d\u0435\u04cf\u04cf\u043e \u0445\u0445\u0445")  # "Неӏӏо ххх": one pass left "Hello ххх" (v4)
 @example("user \u041f\u0451\u0442\u0440: \u0430 \u041d\u0435\u04cf\u04cf\u043e")  # the label held the only real word
+@example("user \u0411: \u0430 \u041d\u0435\u04cf\u04cf\u043e")  # a role label (speaker_tag v2) holding it
 @example("a: " * 70 + "hi")  # more labels than one pass of role stripping removes
 @example("Решите уравнение Х² = 4")
 def test_sanitize_is_idempotent(text: str) -> None:
@@ -163,6 +164,48 @@ def test_a_reference_the_guard_floors_or_refuses_gives_no_beats_reference_verdic
         assert entry["attacked"] == 2 and entry["reference_guarded"] == 1 and entry["primary"]["n"] == 1, policy
         table = summary_markdown(summarize(list(log)), "wordcount")
         assert "left out of that column's n): generic-hello 1." in table, policy
+
+
+class SaysHello(Detector):
+    """Suspicion 1 when the response has a colon or says hello."""
+
+    name: ClassVar[str] = "says_hello"
+    family: ClassVar[str] = "test"
+    default_threshold: ClassVar[float] = 0.5
+    reads: ClassVar[tuple[str, ...]] = ("response",)
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        return [{"suspicion": float(":" in s.response or "hello" in s.response.lower())} for s in samples]
+
+
+def test_a_refused_text_whose_reference_was_refused_is_counted_out_of_n() -> None:
+    """A refused attack text is in n (attacked, not fooled) when its reference has a score; when
+    the guard refused the reference too, the row has no beats-reference verdict and is counted
+    with ``reference_guarded``, so the note and the report's cell account for it."""
+    import tempfile
+    from pathlib import Path
+
+    from robusteval.compare.report_md import asr_rows
+
+    attacks = [attack_registry.load("generic-hello")]
+    clean = Sample(id="s0", task="dialogue", response="I am fine thanks", reference="fine thanks and you",
+                   context=("how are you today?",))
+    flagged_ref = Sample(id="s1", task="dialogue", response="I am fine thanks", reference="teacher: fine",
+                         context=("how are you today?",))
+    victim = detectors.guard(WordCount(), [SaysHello()], policy="reject")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = list(run_attacks([clean, flagged_ref], attacks, victim, Path(tmp) / "r.jsonl", progress=False))
+    rows = {r["sample_id"]: ResultRow.from_dict(r) for r in log}
+    assert rows["s0"].outcome == rows["s1"].outcome == "rejected"
+    assert rows["s0"].success["beats_reference"] is False and "reference_guarded" not in rows["s0"].meta
+    assert rows["s1"].success["beats_reference"] is None and rows["s1"].meta["reference_guarded"] == "rejected"
+    (entry,) = asr_table(log).values()
+    assert (entry["attacked"], entry["rejected"], entry["reference_guarded"]) == (2, 2, 1)
+    assert (entry["primary"]["successes"], entry["primary"]["n"]) == (0, 1)
+    assert "left out of that column's n): generic-hello 1." in summary_markdown(summarize(log), "wordcount")
+    victim_record = {"variants": {"guarded": {"available": True, "asr": {"generic (R-)": entry}}}}
+    _, (cells,) = asr_rows(victim_record)
+    assert cells[1].endswith("(0/1, 2 refused, 1 no ref. verdict)")
 
 
 def test_a_replay_does_not_carry_the_recorded_runs_reference_flag() -> None:
