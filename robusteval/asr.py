@@ -163,9 +163,12 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
         group = [r for r in typed if r.attack == name]
         used = counted(group)
         entry["n"] = len(group)
-        entry["mean_before"] = float(np.mean([r.victim_before for r in used])) if used else None
-        entry["mean_after"] = float(np.mean([r.victim_after for r in used if r.victim_after is not None])) \
-            if any(r.victim_after is not None for r in used) else None
+        # both means over the rows score_change pairs (a refused row has no after score, and the
+        # before mean of every row beside the after mean of some read as a change nobody measured)
+        paired = scored_pairs(used)
+        entry["mean_before"] = float(np.mean([r.victim_before for r in paired])) if paired else None
+        entry["mean_after"] = float(np.mean([r.victim_after for r in paired])) if paired else None
+        entry["n_scored"] = len(paired)
         entry["mean_drop"] = negated(entry["score_change"])  # the same rows (counted) and bootstrap
         entry["model_calls"] = int(sum(r.model_calls for r in group))
         entry["cache_hits"] = int(sum(r.cache_hits for r in group))
@@ -185,12 +188,19 @@ def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any
     context). A pair with a non-finite score (no path writes one today: metrics refuse them) is
     left out and counted in ``nonfinite`` rather than stopping every ASR table."""
     scored = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
-    used = [r for r in scored if math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
+    used = scored_pairs(scored)
     out = mean_ci([float(r.victim_after) - float(r.victim_before) for r in used],  # type: ignore[arg-type]
                   [cluster_of(r) for r in used])
     if len(used) < len(scored):
         out["nonfinite"] = len(scored) - len(used)
     return out
+
+
+def scored_pairs(rows: Iterable[ResultRow]) -> list[ResultRow]:
+    """The rows with a finite victim score both before and after the attack: the pairs
+    :func:`score_change` averages, and the rows of :func:`summarize`'s mean before / after."""
+    return [r for r in rows if r.victim_after is not None and r.victim_before is not None
+            and math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
 
 
 def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
@@ -279,13 +289,15 @@ def summary_markdown(summary: dict[str, dict[str, Any]], victim: str) -> str:
     lines = [f"# Attack success rates against {victim} (%, 95 % interval)", "",
              "ASR = fooled / attacked (searches that exhausted their budget, and texts a reject guard "
              "refused, count as attacked, not fooled).", "",
+             "Mean before / after: the victim's mean score on the same rows, those scored both before and "
+             "after the attack (n scored; a refused text has no after score).", "",
              "| attack | family | dir | attacked | refused by guard | skipped | orig. floored / refused | "
-             "mean before | mean after | ASR beats-ref | ASR expectation | ASR invariance | ASR gold "
+             "mean before | mean after (n scored) | ASR beats-ref | ASR expectation | ASR invariance | ASR gold "
              "| calls | cache hits |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in summary.items():
         mb = "n/a" if s["mean_before"] is None else f"{s['mean_before']:.1f}"
-        ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f}"
+        ma = "n/a" if s["mean_after"] is None else f"{s['mean_after']:.1f} ({s['n_scored']})"
         c = s["criteria"]
         lines.append(f"| {name} | {s['family']} | {s['direction']} | {s['attacked']}/{s['n']} | "
                      f"{s['rejected']} | "

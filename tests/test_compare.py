@@ -413,6 +413,38 @@ def test_a_set_the_metric_cannot_score_is_reported_as_skipped(tmp_path) -> None:
     assert correlation_rows(victim)[1] == [["no-references", "skipped", "", corr["no-references"]["_skipped"]]]
 
 
+def test_a_variant_that_correlated_fewer_pairs_shows_its_own_n() -> None:
+    """A reject guard's refused responses are NaN and left out of its Spearman: its cell names
+    the n it was computed on, not the plain variant's."""
+    from robusteval.compare.report_md import correlation_rows
+    from robusteval.metaeval import correlate
+
+    human = np.arange(60, dtype=float)
+    guarded_scores = human.copy()
+    guarded_scores[:19] = np.nan
+    plain, guarded = correlate(human[::-1], human, n_boot=0), correlate(guarded_scores, human, n_boot=0)
+    assert (plain["n"], guarded["n"], guarded["dropped_nonfinite"]) == (60, 41, 19)
+    victim = {"variants": {"plain": {"available": True, "correlation": {"set": {"overall": plain}}},
+                           "guarded": {"available": True, "correlation": {"set": {"overall": guarded}}}}}
+    head, rows = correlation_rows(victim)
+    assert head == ["set", "aspect", "n (plain)", "plain", "guarded"]
+    assert rows == [["set", "overall", "60", "-1.000", "1.000 (n 41)"]]
+
+
+def test_the_ablation_table_keeps_r_minus_and_r_plus_apart() -> None:
+    from robusteval.compare.report_md import ablation_rows
+    from robusteval.stats import proportion
+
+    r_minus, r_plus = proportion([True, False, False, False]), proportion([True, True])
+    ab = {"rows": ["base"], "attack_families": ["f (R-)"], "primary": {"base": {"f (R-)": r_minus}},
+          "by_direction": {"base": {"R-": r_minus, "R+": r_plus}}, "test_spearman": {"base": 0.3}}
+    head, (row,) = ablation_rows(ab)
+    assert head[:3] == ["model", "R- ASR %", "R+ invariance failures %"]
+    assert row[1].startswith("25.0 [") and row[2].startswith("100.0 [") and row[3] == row[1]
+    old = {k: v for k, v in ab.items() if k != "by_direction"}  # a report made before the split
+    assert ablation_rows(old)[1][0][1:3] == ["n/a", "n/a"]
+
+
 # -- end to end ----------------------------------------------------------------------------
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
@@ -463,7 +495,8 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     ab = learned["ablation"]
     assert ab["rows"] == ["base", "hardened", "no-embedding-adversary"]
     assert ab["primary"]["base"] == {k: v["primary"] for k, v in plain.items()}
-    assert ab["overall"]["hardened"] == learned["variants"]["trained"]["overall"]
+    assert ab["by_direction"]["hardened"] == learned["variants"]["trained"]["by_direction"]
+    assert ab["by_direction"]["base"] == learned["variants"]["plain"]["by_direction"]
     assert [r["round"] for r in training["trained"]["rounds"]] == [0, 1]
     # the headline's R-/R+ split adds up to the overall ASR
     d = learned["variants"]["plain"]["by_direction"]

@@ -209,6 +209,29 @@ def test_rubric_flips_compare_the_reworded_template() -> None:
     assert (same["flips"], same["n"]) == (0, 3)
 
 
+def test_flips_leave_out_samples_whose_request_failed() -> None:
+    """A judge that always prefers the first answer flips on every sample it answers; requests
+    that fail (``on_llm_error="midpoint"``) give no verdict, so the sample leaves n and is
+    counted in ``no_verdict`` instead of reading as a tie that did not flip (or, failed in one
+    order only, as a tie against a win: a flip that never happened)."""
+    class Flaky(ScriptedLLM):
+        def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=32, seed=0, **kw):
+            out = super().generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+            # "down" fails in both orders, "half" only when it is shown second
+            return [[] if "down" in p or candidates(p)[1] == "half" else o for p, o in zip(prompts, out, strict=True)]
+
+    smp = [dlg(f"g{i}", f"answer {i}") for i in range(5)] + [dlg("d", "down"), dlg("h", "half")]
+    judge = PairwiseJudge(backend=Flaky(answer=lambda p: "A"), on_llm_error="midpoint")
+    rec = position_flips(judge, smp)
+    assert (rec["flips"], rec["n"], rec["no_verdict"], rec["rate"]) == (5, 5, 2, 1.0)
+    assert rec["flipped"] == [f"g{i}" for i in range(5)]
+    assert judge.report()["fallbacks"]["llm_failed"] == 2
+    assert judge.win_probs([dlg("d", "down")]).tolist() == [0.5]  # scoring keeps its midpoint
+    fair_judge = PairwiseJudge(backend=Flaky(answer=fair), on_llm_error="midpoint")
+    rub = rubric_flips(fair_judge, smp)
+    assert (rub["n"], rub["no_verdict"]) == (5, 2)
+
+
 def test_win_probs_check_inputs_like_score() -> None:
     judge = PairwiseJudge(backend=ScriptedLLM(answer=fair))
     assert np.allclose(judge.win_probs([dlg("w", "Good!", "meh")]), [1.0])

@@ -306,7 +306,8 @@ class AttackWorker:
                 r.outcome, r.note, r.victim_after = "rejected", "the guard refused the adversarial text", None
             r.success = criteria.judge(r, None if ref_guarded else reference_score, self.aspect)
             r.meta.setdefault("reference_score", reference_score)
-            if ref_guarded and r.direction == "R-" and r.outcome == "attacked":
+            # a refused text's row too: it leaves the column's n for the same reason
+            if ref_guarded and r.direction == "R-" and r.outcome in ("attacked", "rejected"):
                 r.meta["reference_guarded"] = ref_guarded
                 r.note = (r.note + "; " if r.note else "") + (f"the guard {ref_guarded} the reference the "
                                                               "R- test compares with: no beats-reference verdict")

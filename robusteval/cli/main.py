@@ -169,11 +169,11 @@ def report_error(where: str, exc: BaseException) -> None:
     when ``ROBUSTEVAL_TRACEBACK`` is set (to anything but "" or "0"). A plain ValueError may be
     an option check or a bug inside a metric or a library, which one line cannot tell apart, so
     it gets a second line saying how to see where it was raised."""
-    if os.environ.get("ROBUSTEVAL_TRACEBACK", "") not in ("", "0"):
+    full = os.environ.get("ROBUSTEVAL_TRACEBACK", "") not in ("", "0")
+    if full:
         traceback.print_exception(exc, file=sys.stderr)
     print(f"{where}: error: {exc}", file=sys.stderr)
-    if isinstance(exc, ValueError) and not isinstance(exc, RobustevalError) \
-            and os.environ.get("ROBUSTEVAL_TRACEBACK", "") in ("", "0"):
+    if isinstance(exc, ValueError) and not isinstance(exc, RobustevalError) and not full:
         print(f"{where}: (a {type(exc).__name__}: ROBUSTEVAL_TRACEBACK=1 shows where it was raised)", file=sys.stderr)
 
 

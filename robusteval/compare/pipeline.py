@@ -543,7 +543,7 @@ def ablation(suite: SuiteSpec, sd: SuiteData, cfg: CompareConfig, rows: dict[str
     columns = sorted({k for t in tables.values() for k in t})
     return {"rows": list(tables), "attack_families": columns, "test_spearman": spearman,
             "primary": {row: {c: (t.get(c) or {}).get("primary") for c in columns} for row, t in tables.items()},
-            "overall": {row: overall(rows_) for row, rows_ in logs.items()}}
+            "by_direction": {row: by_direction(rows_) for row, rows_ in logs.items()}}
 
 
 def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:

@@ -88,15 +88,19 @@ def detector_warnings(report: dict[str, Any]) -> list[str]:
 
 
 def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Per model (base, hardened, each ablation): overall ASR, ASR per family, test Spearman."""
+    """Per model (base, hardened, each ablation): the R- ASR and the R+ invariance failures (never
+    pooled), the rate per family, test Spearman. A report made before the directions were kept
+    apart shows "n/a" in those two columns."""
     cols = ab["attack_families"]
-    rows = [[row, pct_ci(ab["overall"][row]), *(pct_ci(ab["primary"][row].get(c)) for c in cols),
+    split = ab.get("by_direction") or {}
+    rows = [[row, *(pct_ci((split.get(row) or {}).get(d)) for d in ("R-", "R+")),
+             *(pct_ci(ab["primary"][row].get(c)) for c in cols),
              num(ab["test_spearman"].get(row))] for row in ab["rows"]]
-    return ["model", "overall ASR %", *cols, "test Spearman (mean)"], rows
+    return ["model", "R- ASR %", "R+ invariance failures %", *cols, "test Spearman (mean)"], rows
 
 
 GATE = ["model", "round", "lr", "adversarial examples", "val Spearman", "worst validation set (change [95% CI])",
-        "val ASR % [95% CI]", "objective", "within tolerance", "kept"]
+        "val ASR % [95% CI] (R- and R+ pooled)", "objective", "within tolerance", "kept"]
 
 
 def worst_set(base: dict[str, Any], record: dict[str, Any]) -> str:
@@ -146,8 +150,12 @@ def asr_rows(victim: dict[str, Any], direction: str | None = None) -> tuple[list
         cells = []
         for v in vs:
             e = victim["variants"][v]["asr"].get(f)
-            floored = f", {e['original_floored']} orig. floored" if e and e.get("original_floored") else ""
-            floored += f", {e['rejected']} refused" if e and e.get("rejected") else ""
+            # what left n or sits in it unscored, beside the fraction: originals the guard floored
+            # or refused, texts it refused (in n, not fooled), R- rows whose reference it floored
+            # or refused (out of n: no beats-reference verdict)
+            notes = (("original_floored", "orig. floored"), ("original_rejected", "orig. refused"),
+                     ("rejected", "refused"), ("reference_guarded", "no ref. verdict"))
+            floored = "".join(f", {e[k]} {label}" for k, label in notes if e and e.get(k))
             cells.append(f"{pct_ci(e['primary'])} ({e['primary']['successes']}/{e['primary']['n']}{floored})"
                          if e else "–")
         rows.append([f, *cells])
@@ -223,10 +231,14 @@ def correlation_rows(victim: dict[str, Any]) -> tuple[list[str], list[list[str]]
                 entry = victim["variants"][v]["correlation"][cset].get(aspect) or {}
                 sp = entry.get("spearman") or {}
                 ci = sp.get("ci95")
+                # a variant that correlated fewer pairs (a reject guard's refused responses are
+                # NaN, and dropped) says so in its cell: the n column is the first variant's
+                fewer = entry.get("n") is not None and entry.get("n") != per[aspect].get("n")
                 cells.append(num(sp.get("r")) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                             + (f" (n {entry['n']})" if fewer else "")
                              + set_change(victim["variants"][v], cset, aspect))
             rows.append([cset, aspect, str(per[aspect].get("n", "")), *cells])
-    return ["set", "aspect", "n", *(LABEL[v] for v in vs)], rows
+    return ["set", "aspect", f"n ({LABEL[vs[0]]})", *(LABEL[v] for v in vs)], rows
 
 
 FLAGGED = ["variant", "set", "flagged / rated", "mean rating flagged", "mean rating unflagged"]
@@ -255,7 +267,8 @@ def flip_rows(suite: dict[str, Any]) -> list[list[str]]:
     for vname, victim in suite["victims"].items():
         for check, rec in (victim.get("judge_flips") or {}).items():
             label = f"rubric reworded ({rec['template']})" if check == "rubric" else "answers swapped"
-            rows.append([vname, label, f"{rec['flips']}/{rec['n']}", pct_ci(rec)])
+            missing = f" ({rec['no_verdict']} without a verdict)" if rec.get("no_verdict") else ""
+            rows.append([vname, label, f"{rec['flips']}/{rec['n']}{missing}", pct_ci(rec)])
     return rows
 
 

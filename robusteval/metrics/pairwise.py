@@ -189,24 +189,30 @@ class PairwiseJudge(JudgeBase, PairMetric):
         return out
 
     # -- scoring ------------------------------------------------------------------------
-    def win_probs(self, samples: Sequence[Sample], order: str | None = None) -> np.ndarray:
+    def win_probs(self, samples: Sequence[Sample], order: str | None = None, failed: str = "midpoint") -> np.ndarray:
         """P(the response beats the baseline) per sample, in [0, 1], for ``order`` (default:
-        the metric's own)."""
-        return self._win(self._checked(samples), order or self.order)
+        the metric's own). A sample whose request failed under ``on_llm_error="midpoint"`` is
+        0.5 as in :meth:`score`, or NaN with ``failed="nan"`` (the flip tests leave it out)."""
+        return self._win(self._checked(samples), order or self.order, failed)
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         require_source(samples, self.name)
         return 100.0 * self._win(samples, self.order)
 
-    def _win(self, samples: list[Sample], order: str) -> np.ndarray:
+    def _win(self, samples: list[Sample], order: str, failed: str = "midpoint") -> np.ndarray:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         orders = ("ab", "ba") if order == "both" else (order,)
-        probs = self._order_probs(samples, orders)
+        probs = self._order_probs(samples, orders, failed)
         return np.mean([probs[o] for o in orders], axis=0)
 
-    def _order_probs(self, samples: list[Sample], orders: Sequence[str]) -> dict[str, np.ndarray]:
-        """P(the response wins) per sample for each order, all prompts in one backend call."""
+    def _order_probs(self, samples: list[Sample], orders: Sequence[str],
+                     failed_as: str = "midpoint") -> dict[str, np.ndarray]:
+        """P(the response wins) per sample for each order, all prompts in one backend call. A
+        prompt whose request failed (``on_llm_error="midpoint"``) is 0.5, a tie, or NaN with
+        ``failed_as="nan"``: a flip test must not count a missing verdict as a tie."""
+        if failed_as not in ("midpoint", "nan"):
+            raise ValueError(f"failed must be 'midpoint' or 'nan', got {failed_as!r}")
         prompts = [self.prompt(s, o) for o in orders for s in samples]
         ids = [s.id for _ in orders for s in samples]
         k = len(samples)
@@ -224,7 +230,7 @@ class PairwiseJudge(JudgeBase, PairMetric):
             first, failed = self._parse_first(prompts, ids, per_sample)
         if failed.any() and self.on_llm_error == "midpoint":  # else the backend raised already
             self.fallbacks["llm_failed"] += per_sample(failed)
-            first[failed] = 0.5
+            first[failed] = 0.5 if failed_as == "midpoint" else np.nan
         return {o: first[j * k:(j + 1) * k] if o == "ab" else 1.0 - first[j * k:(j + 1) * k]
                 for j, o in enumerate(orders)}
 
@@ -282,9 +288,14 @@ class PairwiseJudge(JudgeBase, PairMetric):
 # -- invariance tests ------------------------------------------------------------------------
 def _flips(a: np.ndarray, b: np.ndarray, samples: Sequence[Sample], margin: float,
            clusters: Sequence[Hashable] | None) -> dict[str, Any]:
-    flipped = [verdict(float(x), margin) != verdict(float(y), margin) for x, y in zip(a, b, strict=True)]
-    return {**flip_rate(flipped, clusters), "margin": margin,
-            "flipped": [s.id for s, f in zip(samples, flipped, strict=True) if f]}
+    """The flip record over the samples with a verdict on both sides: one whose request failed
+    (NaN, ``on_llm_error="midpoint"``) on either side is left out of n and counted in
+    ``no_verdict``, not read as a tie that did not flip."""
+    keep = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if np.isfinite(x) and np.isfinite(y)]
+    flipped = [verdict(float(a[i]), margin) != verdict(float(b[i]), margin) for i in keep]
+    kept_clusters = None if clusters is None else [list(clusters)[i] for i in keep]
+    return {**flip_rate(flipped, kept_clusters), "margin": margin, "no_verdict": len(samples) - len(keep),
+            "flipped": [samples[i].id for i, f in zip(keep, flipped, strict=True) if f]}
 
 
 def position_flips(metric: PairwiseJudge, samples: Sequence[Sample], margin: float = 0.0,
@@ -294,7 +305,7 @@ def position_flips(metric: PairwiseJudge, samples: Sequence[Sample], margin: flo
     test): the flip-rate record of :func:`robusteval.stats.flip_rate` plus the ``margin`` and
     the ids of the ``flipped`` samples."""
     samples = list(samples)
-    probs = metric._order_probs(metric._checked(samples), ("ab", "ba"))
+    probs = metric._order_probs(metric._checked(samples), ("ab", "ba"), "nan")
     return _flips(probs["ab"], probs["ba"], samples, margin, clusters)
 
 
@@ -305,4 +316,5 @@ def rubric_flips(metric: PairwiseJudge, samples: Sequence[Sample], alt_template:
     ``margin`` and the ids of the ``flipped`` samples."""
     samples = list(samples)
     other = metric.variant(template=alt_template)
-    return _flips(metric.win_probs(samples), other.win_probs(samples), samples, margin, clusters)
+    return _flips(metric.win_probs(samples, failed="nan"), other.win_probs(samples, failed="nan"), samples, margin,
+                  clusters)
