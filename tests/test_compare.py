@@ -445,6 +445,15 @@ def test_the_ablation_table_keeps_r_minus_and_r_plus_apart() -> None:
     assert ablation_rows(old)[1][0][1:3] == ["n/a", "n/a"]
 
 
+def test_the_suite_heading_counts_responses_and_conversations_apart() -> None:
+    from robusteval.compare.report_md import attacked_label
+
+    assert attacked_label({"n_attacked": 17, "n_attacked_conversations": 17}) == "17 attacked test contexts"
+    assert attacked_label({"n_attacked": 40, "n_attacked_conversations": 17}) == \
+        "40 attacked test responses from 17 conversations"  # select: all
+    assert attacked_label({"n_attacked": 17}) == "17 attacked test contexts"  # a report made before
+
+
 # -- end to end ----------------------------------------------------------------------------
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
@@ -491,6 +500,7 @@ def test_report_has_every_variant_family_and_section(compared) -> None:
     assert sc["n_adversarial"] > 0 and sc["auc"] > 0.5  # speaker tags are caught
     dist = learned["variants"]["plain"]["scores"]
     assert len(dist["clean"]) == dlg["n_attacked"] and len(dist["adversarial"]) > 0
+    assert dlg["n_attacked_conversations"] == dlg["n_attacked"]  # best-per-context: one response each
     assert report["provenance"]["config"]["name"] == "tiny" and report["provenance"]["packages"]["torch"]
     ab = learned["ablation"]
     assert ab["rows"] == ["base", "hardened", "no-embedding-adversary"]

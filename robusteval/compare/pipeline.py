@@ -703,7 +703,11 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
         guard["roc"][suite.name] = {d.name: {**roc(pooled_clean[d.name], adv[d.name], negative_clusters=pooled_keys,
                                                    positive_clusters=adv_keys, n_boot=cfg.n_boot),
                                              "threshold": per_detector[d.name]} for d in dets}
-        suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test), "n_train_contexts": len(sd.train),
+        # n_attacked counts responses (one per context under best-per-context, several under
+        # select: all); the conversations they come from are what the intervals resample
+        suites[suite.name] = {"dataset": suite.dataset, "n_attacked": len(sd.test),
+                              "n_attacked_conversations": len({s.conversation_key() for s in sd.test}),
+                              "n_train_contexts": len(sd.train),
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
                               "victims": victims, **({"phrase_transfer": phrase} if phrase else {})}

@@ -18,6 +18,7 @@ from robusteval.compare.report_md import (
     TRANSFER,
     ablation_rows,
     adaptive_rows,
+    attacked_label,
     certified_rows,
     correlation_rows,
     detector_warnings,
@@ -162,7 +163,7 @@ def render(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
     parts.append(f'<p class="rule">{esc(intro(report))}</p>')
     for sname, suite in report["suites"].items():
         parts.append(f"<h2>Suite {esc(sname)}: {esc(suite['dataset'])} "
-                     f"({suite['n_attacked']} attacked test contexts)</h2>")
+                     f"({esc(attacked_label(suite))})</h2>")
         for vname, victim in suite["victims"].items():
             parts.append(f"<h3>{esc(vname)} <small>({esc(victim['metric'])})</small></h3>")
             if plots.has_direction(victim, "R-"):

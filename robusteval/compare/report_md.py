@@ -87,6 +87,16 @@ def detector_warnings(report: dict[str, Any]) -> list[str]:
             for w in inverted_detectors(report)]
 
 
+def attacked_label(suite: dict[str, Any]) -> str:
+    """``"40 attacked test responses from 17 conversations"``, or ``"17 attacked test contexts"``
+    where each response has a conversation of its own (best-per-context) or a report made
+    before the conversations were counted does not say."""
+    n, convs = suite["n_attacked"], suite.get("n_attacked_conversations")
+    if convs is None or convs == n:
+        return f"{n} attacked test contexts"
+    return f"{n} attacked test responses from {convs} conversations"
+
+
 def ablation_rows(ab: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Per model (base, hardened, each ablation): the R- ASR and the R+ invariance failures (never
     pooled), the rate per family, test Spearman. A report made before the directions were kept
@@ -369,7 +379,7 @@ def markdown(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
     if warn:
         lines += ["**Detectors that rank attacked text below clean text:**", "", *(f"- {w}" for w in warn), ""]
     for sname, suite in report["suites"].items():
-        lines += [f"## Suite {sname} ({suite['dataset']}, {suite['n_attacked']} attacked test contexts)", ""]
+        lines += [f"## Suite {sname} ({suite['dataset']}, {attacked_label(suite)})", ""]
         for vname, victim in suite["victims"].items():
             for title, head, rows in family_sections(vname, victim):
                 lines += [f"### {title}", "", *table(head, rows), ""]
