@@ -58,6 +58,17 @@ def register_detector(cls: type) -> type:
     return cls
 
 
+def check_unique(detectors: Sequence[Detector]) -> None:
+    """Refuse two detectors of one name: every table (thresholds, suspicions, flags, the FPR
+    split over k detectors) is keyed by the name, so the second would overwrite the first's
+    entries while still counting in k and flagging in the guard."""
+    seen: Counter[str] = Counter(d.name for d in detectors)
+    twice = sorted(name for name, n in seen.items() if n > 1)
+    if twice:
+        raise RobustevalError(f"detector {twice[0]!r} is listed {seen[twice[0]]} times: each detector may be "
+                              "listed once (give a second instance of a custom detector a name of its own)")
+
+
 class Detector(ABC):
     """Base class: subclasses set the class attributes and implement :meth:`_analyze`."""
 
@@ -85,6 +96,16 @@ class Detector(ABC):
         declares (``meta["language"]``: detectors that support some languages abstain on the
         others): equal keys, equal answers."""
         return (*(getattr(s, f) for f in self.reads), (s.meta or {}).get("language"))
+
+    def input_digest(self, s: Sample) -> str:
+        """A short hash of everything this detector reads from ``s`` (its memo key): what a
+        saved suspicion is keyed by, so two samples that share an id and a response but not a
+        context, a reference or a declared language never share one."""
+        import hashlib
+        import json
+
+        text = json.dumps(self._memo_key(s), ensure_ascii=False, default=str)
+        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     # -- public API ---------------------------------------------------------------------
     def analyze(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from robusteval.detectors.base import Detector
+from robusteval.detectors.base import Detector, check_unique
 
 from robusteval import execution
 from robusteval.errors import DataFormatError
@@ -104,6 +104,7 @@ def calibrate(detectors: Sequence[Detector], clean: dict[str, list[Sample]], tar
     detector, in the order of the samples) when the caller has them already; ``confidence``:
     bound each detector's FPR instead of estimating it (:func:`threshold_for`), combined at
     ``1 - (1 - confidence) / k`` each, so that the union's bound holds at ``confidence``."""
+    check_unique(detectors)
     per = _per_detector(detectors, target_fpr, combined)
     conf = per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
@@ -134,6 +135,7 @@ def calibrate_groups(detectors: Sequence[Detector], clean: dict[str, list[Sample
     supports; the shipped defaults are made this way."""
     from robusteval.detectors.defaults import group_of
 
+    check_unique(detectors)
     per = _per_detector(detectors, target_fpr, combined)
     conf = per_detector_confidence(detectors, confidence, combined)
     samples = [s for group in clean.values() for s in group]
@@ -198,6 +200,7 @@ def evaluate(detectors: Sequence[Detector], attacked: Sequence[tuple[dict[str, A
     """Detection rates per family / attack and FPR per clean set, per detector and combined."""
     from robusteval.stats import scoped
 
+    check_unique(detectors)
     adv = [s for _, s in attacked]
     families = [f"{r['family']} ({r['direction']})" for r, _ in attacked]
     attacks = [r["attack"] for r, _ in attacked]
@@ -254,15 +257,14 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
                   desc: str | None = None) -> np.ndarray:
     """``detector.detect(samples)`` in chunks with a progress bar; with ``log`` (a JsonlLog keyed
     ``key``) every finished chunk is appended and reused on resume."""
-    import hashlib
-
     from tqdm import tqdm
 
     sig = detector.identity()
 
     def key(s: Sample) -> str:
-        h = hashlib.sha1(s.response.encode("utf-8")).hexdigest()[:16]
-        return f"{detector.name}|{sig}|{s.id}|{h}"
+        # everything the detector reads, not the response alone: a user's file can give two
+        # samples one id and one response after different contexts
+        return f"{detector.name}|{sig}|{s.id}|{detector.input_digest(s)}"
 
     keys = [key(s) for s in samples]
     todo = [i for i, k in enumerate(keys) if log is None or k not in log]

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from robusteval.detectors import parsing
-from robusteval.detectors.base import Detector
+from robusteval.detectors.base import Detector, check_unique
 from robusteval.detectors.sanitize import Sanitized, sanitize
 
 from robusteval.errors import InputError
@@ -84,6 +84,7 @@ class GuardedMetric(Metric):
             raise ValueError(f"guard penalty must be in [0, 1], got {penalty}")
         if not detectors:
             raise ValueError("guard needs at least one detector")
+        check_unique(detectors)
         self.metric = metric
         self.detectors = list(detectors)
         self.policy = policy

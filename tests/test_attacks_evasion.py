@@ -162,8 +162,9 @@ def test_no_disguise_of_a_role_label_slips_past_speaker_tag_at_its_default() -> 
     """Every disguise the evasion tries reads as a label at 0.7 or more (version 2 reads a label
     split by a zero-width space as an unknown two-word label; version 1 read no label there), so
     at the default threshold the guard-aware rerun finds nothing that evades."""
-    from robusteval.attacks.evasion import disguises
     from robusteval.detectors.speaker_tag import tag_score
+
+    from robusteval.attacks.evasion import disguises
 
     variants = disguises("I am fine", "teacher: I am fine")
     assert {name for name, _ in variants} >= {"lookalike-cyrillic", "zero-width", "fullwidth-colon"}

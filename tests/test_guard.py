@@ -524,3 +524,63 @@ def test_clean_halves_never_share_a_conversation(data_dir, name) -> None:
     if ":" in name:
         english = {s.id for s in load_clean("dailydialog-good", "heldout", data_dir)}
         assert {s.id.rsplit("/", 1)[0] for s in held} == english
+
+
+# -- tables keyed by detector name, saved suspicions keyed by what a detector reads ----------
+class EchoesContext(Detector):
+    """Suspicion 1 when the response repeats the last context turn."""
+
+    name: ClassVar[str] = "echoes_context"
+    family: ClassVar[str] = "test"
+    default_threshold: ClassVar[float] = 0.5
+    reads: ClassVar[tuple[str, ...]] = ("response", "context")
+
+    def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        return [{"suspicion": float(bool(s.context) and s.response == s.context[-1])} for s in samples]
+
+
+def test_two_detectors_of_one_name_are_refused_everywhere_they_would_share_a_table() -> None:
+    """The thresholds, the suspicions and the flags are keyed by name while the FPR split
+    counts every detector: a second ``has_x`` would overwrite the first's entries."""
+    twins = [HasX(), HasX(threshold=0.2)]
+    with pytest.raises(RobustevalError, match="'has_x' is listed 2 times"):
+        detectors.guard(LengthMetric(), twins)
+    with pytest.raises(RobustevalError, match="'has_x' is listed 2 times"):
+        calibrate(twins, {"clean": SAMPLES})
+    with pytest.raises(RobustevalError, match="'has_x' is listed 2 times"):
+        evaluate(twins, [], {"clean": SAMPLES})
+
+
+def test_a_saved_suspicion_is_keyed_by_everything_the_detector_reads(tmp_path) -> None:
+    """Two samples with one id and one response after different contexts get their own
+    suspicions, in one run and on resume (the key once hashed the response alone)."""
+    from robusteval.detectors.calibrate import detect_logged
+
+    from robusteval.results import JsonlLog
+
+    echo = Sample(id="1", task="dialogue", response="thanks .", context=("thanks .",))
+    other = Sample(id="1", task="dialogue", response="thanks .", context=("how are you ?",))
+    assert EchoesContext().detect([echo, other]).tolist() == [1.0, 0.0]
+    log = JsonlLog(tmp_path / "suspicion.jsonl", key="key")
+    assert detect_logged(EchoesContext(), [echo, other], log).tolist() == [1.0, 0.0]
+    resumed = JsonlLog(tmp_path / "suspicion.jsonl", key="key", resume=True)
+    assert detect_logged(EchoesContext(), [other, echo], resumed).tolist() == [0.0, 1.0]
+    assert len(resumed.rows) == 2
+    french = Sample(id="1", task="dialogue", response="thanks .", context=("thanks .",), meta={"language": "fr"})
+    assert EchoesContext().input_digest(french) != EchoesContext().input_digest(echo)  # the declared language
+
+
+def test_the_roc_leaves_out_rows_without_a_new_text() -> None:
+    """A search that changed nothing keeps its start text: it is no attacked text, in the
+    compare ROC as in ``guard evaluate``."""
+    from robusteval.attacks.base import ResultRow
+    from robusteval.compare.guarding import adversarial_suspicion
+
+    def row(adversarial: str, sample: str) -> dict[str, Any]:
+        return ResultRow("a", "f", sample, "R-", "o", adversarial, "low", victim_before=50.0, victim_after=60.0,
+                         success={"beats_reference": True}, context_id=sample,
+                         meta={"guard": {"adversarial": {"suspicion": {"has_x": 0.9}}}}).to_dict()
+
+    unchanged = row("o", "s1")
+    susp, keys = adversarial_suspicion([row("x x", "s0"), unchanged], ["has_x"])
+    assert susp["has_x"].tolist() == [0.9] and len(keys) == 1

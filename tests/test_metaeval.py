@@ -44,6 +44,26 @@ def test_metaevaluate_turn_and_system_level() -> None:
     assert res["coherence"]["system"]["spearman"] == pytest.approx(1.0)
     assert system_level(samples[:5], np.array(scores[:5]), "coherence") is None  # one system
     assert metaevaluate(samples, np.array(scores), ["missing"], n_boot=0)["missing"]["n"] == 0
+    refused = np.array(scores, dtype=float)
+    refused[3] = np.nan  # a text a reject guard refused leaves its system's means, not every system
+    one_out = system_level(samples, refused, "coherence")
+    assert (one_out["n_systems"], one_out["dropped_nonfinite"], one_out["spearman"]) == (4, 1, pytest.approx(1.0))
+
+
+def test_metaeval_table_names_the_n_of_a_cell_on_fewer_pairs() -> None:
+    """An aspect rated on 40 of 100 samples: the row's n is 100 and that cell says 40."""
+    from robusteval.cli.metaeval_cmd import render_markdown
+
+    samples = [Sample(id=f"s{i}", task="dialogue", response="x", context=("c",),
+                      human={"overall": float(i % 5), **({"engaging": float(i % 3)} if i < 40 else {})})
+               for i in range(100)]
+    res = metaevaluate(samples, np.arange(100, dtype=float), n_boot=0)
+    assert (res["overall"]["n"], res["engaging"]["n"]) == (100, 40)
+    md = render_markdown({"datasets": [{"name": "toy", "aspects": ["overall", "engaging"]}],
+                          "results": {"toy": {"m": res}}})
+    row = next(line for line in md.splitlines() if line.startswith("| m |"))
+    assert row.startswith("| m | 100 | ") and row.endswith(" (n 40) |") and row.count("(n ") == 1
+    assert "n up to 100" in md
 
 
 def test_correlation_change_is_after_minus_before_with_a_paired_interval() -> None:

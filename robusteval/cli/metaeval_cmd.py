@@ -92,7 +92,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             continue
         aspects = d.get("aspects") or sorted({a for r in res.values() if "skipped" not in r for a in r})
         sizes = [r[a]["n"] for r in res.values() if "skipped" not in r for a in aspects if a in r]
-        lines += [f"## {d['name']} (n={max(sizes, default=0)})", ""]
+        most = max(sizes, default=0)
+        lines += [f"## {d['name']} (n={most})" if len(set(sizes)) <= 1 else
+                  f"## {d['name']} (n up to {most}; a cell on fewer pairs names its n)", ""]
         lines.append("| metric | n | " + " | ".join(aspects) + " |")
         lines.append("|---|---|" + "---|" * len(aspects))
         for label, r in res.items():
@@ -100,7 +102,11 @@ def render_markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {label} | 0 | " + " | ".join("n/a" for _ in aspects) + " |")
                 continue
             n = max((r[a]["n"] for a in aspects if a in r), default=0)
-            lines.append(f"| {label} | {n} | " + " | ".join(fmt_r(r.get(a)) for a in aspects) + " |")
+            # an aspect rated on fewer samples (or a metric that refused some) correlates fewer
+            # pairs than the row's n: its cell says how many
+            lines.append(f"| {label} | {n} | " + " | ".join(
+                fmt_r(r.get(a)) + (f" (n {r[a]['n']})" if a in r and r[a].get("n", n) != n else "")
+                for a in aspects) + " |")
         if d.get("system"):
             lines += ["", f"System level (Spearman / Kendall over systems) on {d['name']}:", "",
                       "| metric | " + " | ".join(aspects) + " |", "|---|" + "---|" * len(aspects)]

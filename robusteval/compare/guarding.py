@@ -139,13 +139,16 @@ def adversarial_suspicion(rows: Sequence[dict[str, Any]],
                           names: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
     """Each detector's suspicion of the adversarial texts of R- results, read from the guard
     details the attack runner stored in the rows of a guarded victim, and each text's cluster
-    (:func:`robusteval.asr.cluster_of`: its dataset and context)."""
+    (:func:`robusteval.asr.cluster_of`: its dataset and context). As in ``guard evaluate``
+    (:func:`robusteval.detectors.calibrate.adversarial_samples`), a row without a new text (a
+    search that changed nothing keeps its start text, which may be another context's reply)
+    is no attacked text."""
     out: dict[str, list[float]] = {n: [] for n in names}
     keys: list[str] = []
-    from robusteval.asr import cluster_of, counted
+    from robusteval.asr import changed, cluster_of, counted
 
     for r in counted(rows):
-        if r.direction != "R-":
+        if r.direction != "R-" or not changed(r):
             continue
         adv = (r.meta.get("guard") or {}).get("adversarial")
         if not adv:

@@ -167,17 +167,25 @@ def correlate(scores: np.ndarray, human: np.ndarray, n_boot: int = 1000, seed: i
 
 
 def system_level(samples: Sequence[Sample], scores: np.ndarray, aspect: str) -> dict[str, Any] | None:
+    """Correlations of the systems' mean scores with their mean human ratings. Items with a
+    non-finite score (a text a ``reject`` guard refused) leave both means of their system, as
+    they leave the item-level correlation, and are counted in ``dropped_nonfinite``; one such
+    item once made every system-level correlation n/a."""
     by_sys: dict[str, list[int]] = {}
+    dropped = 0
     for i, s in enumerate(samples):
         sid = s.meta.get("system_id")
         if sid is not None and aspect in s.human:
+            if not np.isfinite(scores[i]):
+                dropped += 1
+                continue
             by_sys.setdefault(str(sid), []).append(i)
     if len(by_sys) < 3:
         return None
     names = sorted(by_sys)
     ms = np.array([scores[by_sys[k]].mean() for k in names])
     hs = np.array([np.mean([samples[i].human[aspect] for i in by_sys[k]]) for k in names])
-    return {"n_systems": len(names), **{m: correlation(ms, hs, m) for m in METHODS}}
+    return {"n_systems": len(names), "dropped_nonfinite": dropped, **{m: correlation(ms, hs, m) for m in METHODS}}
 
 
 def metaevaluate(samples: Sequence[Sample], scores: np.ndarray, aspects: Sequence[str] | None = None,
