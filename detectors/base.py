@@ -66,7 +66,8 @@ def check_unique(detectors: Sequence[Detector]) -> None:
     twice = sorted(name for name, n in seen.items() if n > 1)
     if twice:
         raise RobustevalError(f"detector {twice[0]!r} is listed {seen[twice[0]]} times: each detector may be "
-                              "listed once (give a second instance of a custom detector a name of its own)")
+                              "listed once (a second instance of a custom detector needs a subclass with a name "
+                              "of its own)")
 
 
 class Detector(ABC):

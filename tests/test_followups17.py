@@ -181,6 +181,11 @@ def test_compare_config_accepts_files_and_colon_names_everywhere(tmp_path) -> No
     bad = small_compare(tmp_path, calibrate={"clean": ["no-such-clean-set"]})
     with pytest.raises(UnknownNameError, match=r"unknown clean set 'no-such-clean-set'"):
         check_names(parse_compare(bad))
+    bad = small_compare(tmp_path, calibrate={"clean": [clean]})
+    first = bad["guard"]["detectors"][0]
+    bad["guard"]["detectors"].append({"name": first if isinstance(first, str) else first["name"]})
+    with pytest.raises(RobustevalError, match=r"guard.detectors lists '.+' 2 times"):
+        check_names(parse_compare(bad))  # refused before any work, as detectors.guard would refuse it
 
 
 def test_compare_calibrates_on_a_file_and_measures_its_false_positives(tmp_path) -> None:

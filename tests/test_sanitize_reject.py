@@ -205,7 +205,7 @@ def test_a_refused_text_whose_reference_was_refused_is_counted_out_of_n() -> Non
     assert "left out of that column's n): generic-hello 1." in summary_markdown(summarize(log), "wordcount")
     victim_record = {"variants": {"guarded": {"available": True, "asr": {"generic (R-)": entry}}}}
     _, (cells,) = asr_rows(victim_record)
-    assert cells[1].endswith("(0/1, 2 refused, 1 no ref. verdict)")
+    assert cells[1].endswith("(0/1, 2 refused, 1 out of n: no ref. verdict)")
 
 
 def test_a_replay_does_not_carry_the_recorded_runs_reference_flag() -> None:

@@ -572,17 +572,22 @@ def check_names(cfg: CompareConfig) -> None:
     """Every dataset, metric, attack, detector and clean set the config names exists: fail in a
     second, not after an hour of calibration."""
     from robusteval import data, detectors, metrics
-    from robusteval.config.parsing import split_csv
+    from robusteval.config.parsing import ConfigError, split_csv
     from robusteval.detectors.clean import check_clean
     from robusteval.errors import UnknownNameError
     from robusteval.training.data import parse_spec
 
+    listed: list[str] = []
     for d in cfg.guard.detectors:
         name = d if isinstance(d, str) else (d.get("name") if isinstance(d, dict) else None)
         try:
-            detectors.info(str(name))  # registered, a plugin's entry point or module:attr
+            listed.append(detectors.info(str(name))["name"])  # registered, a plugin's entry point or module:attr
         except UnknownNameError as exc:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
+    twice = sorted({n for n in listed if listed.count(n) > 1})
+    if twice:  # what detectors.guard refuses (robusteval.detectors.base.check_unique), here before any work
+        raise ConfigError(f"guard.detectors lists {twice[0]!r} {listed.count(twice[0])} times: each detector may "
+                          "be listed once (its thresholds, suspicions and flags are keyed by its name)")
     if cfg.guard.thresholds and cfg.guard.thresholds != SHIPPED:
         # a missing or malformed file, or thresholds calibrated for other detector settings, fail
         # before the run folder is claimed; so does one fitted on other clean halves than the

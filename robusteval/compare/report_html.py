@@ -67,7 +67,9 @@ def esc(x: Any) -> str:
     return html.escape(str(x))
 
 
-NUMERIC = re.compile(r"^[-–0-9.,/ ()\[\]%e+]+$")
+# a number, an interval or a fraction, with an optional note in parentheses after it ("1.000 (n 41)",
+# "3/5 (2 without a verdict)")
+NUMERIC = re.compile(r"^[-–0-9.,/ ()\[\]%e+]+(?: \([^()]*\))*$")
 
 
 def table(head: list[str], rows: list[list[str]], cls: str = "") -> str:

@@ -160,11 +160,12 @@ def asr_rows(victim: dict[str, Any], direction: str | None = None) -> tuple[list
         cells = []
         for v in vs:
             e = victim["variants"][v]["asr"].get(f)
-            # what left n or sits in it unscored, beside the fraction: originals the guard floored
-            # or refused, texts it refused (in n, not fooled), R- rows whose reference it floored
-            # or refused (out of n: no beats-reference verdict)
+            # beside the fraction: originals the guard floored or refused (out of n), texts it
+            # refused (in n, not fooled, unless their reference was guarded too), R- rows whose
+            # reference it floored or refused (out of n: no beats-reference verdict; a refused
+            # text among them is counted in both notes)
             notes = (("original_floored", "orig. floored"), ("original_rejected", "orig. refused"),
-                     ("rejected", "refused"), ("reference_guarded", "no ref. verdict"))
+                     ("rejected", "refused"), ("reference_guarded", "out of n: no ref. verdict"))
             floored = "".join(f", {e[k]} {label}" for k, label in notes if e and e.get(k))
             cells.append(f"{pct_ci(e['primary'])} ({e['primary']['successes']}/{e['primary']['n']}{floored})"
                          if e else "–")
