@@ -52,8 +52,14 @@ def test_policies(policy: str, expected: list[float]) -> None:
     assert g.report()["guard"]["flagged"] == {"has_x": 2, "any": 2}
 
 
+class HasManyX(HasX):
+    """``has_x`` at another threshold, under a name of its own (a guard takes each name once)."""
+
+    name: ClassVar[str] = "has_many_x"
+
+
 def test_penalize_compounds_per_flagging_detector() -> None:
-    g = detectors.guard(LengthMetric(), [HasX(), HasX(threshold=0.9)], policy="penalize", penalty=0.5)
+    g = detectors.guard(LengthMetric(), [HasX(), HasManyX(threshold=0.9)], policy="penalize", penalty=0.5)
     assert g.score(SAMPLES).tolist() == [40.0, 20.0, 10.0]
 
 
@@ -318,7 +324,7 @@ def test_joint_guard_fits_calibrates_saves_as_json_and_reloads(tmp_path) -> None
     clean = rng.uniform(0.0, 0.3, size=(200, 2))
     adv = np.c_[rng.uniform(0.5, 1.0, 100), rng.uniform(0.0, 0.3, 100)]  # only the first detector tells
     params = joint.fit(np.r_[clean, adv], np.r_[np.zeros(200), np.ones(100)], clean, 0.01,
-                       ["nonalnum", "speaker_tag"], [detectors.load("nonalnum").identity(), ""])
+                       ["nonalnum", "speaker_tag"], [detectors.load(n).identity() for n in ("nonalnum", "speaker_tag")])
     assert params["coef"][0] > abs(params["coef"][1])
     assert np.mean(joint.predict(params, clean) >= params["threshold"]) <= 0.01  # the budget holds on its data
     assert np.mean(joint.predict(params, adv) >= params["threshold"]) > 0.9
