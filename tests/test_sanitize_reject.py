@@ -166,13 +166,10 @@ def test_a_reference_the_guard_floors_or_refuses_gives_no_beats_reference_verdic
         assert "left out of that column's n): generic-hello 1." in table, policy
 
 
-class SaysHello(Detector):
+class SaysHello(HasColon):
     """Suspicion 1 when the response has a colon or says hello."""
 
     name: ClassVar[str] = "says_hello"
-    family: ClassVar[str] = "test"
-    default_threshold: ClassVar[float] = 0.5
-    reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         return [{"suspicion": float(":" in s.response or "hello" in s.response.lower())} for s in samples]
