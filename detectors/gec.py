@@ -102,8 +102,12 @@ class GEC(Detector):
         self._tool: Any = None
 
     def signature(self) -> str:
+        """Backend, scale and languages; with LanguageTool also the variant it checks in
+        (``en-US`` and ``en-GB`` flag different spellings). The builtin rules ignore
+        ``language``, so their signature leaves it out (and the shipped thresholds still match)."""
         langs = ",".join(self.languages) if self.languages else "any"
-        return f"backend={self.backend},scale={self.scale},languages={langs}"
+        variant = f",language={self.language}" if self.backend == "languagetool" else ""
+        return f"backend={self.backend},scale={self.scale},languages={langs}{variant}"
 
 
     def describe(self) -> dict[str, Any]:

@@ -46,7 +46,11 @@ class JsonlLog:
                 raise FileExistsError(f"{self.path} exists: pass --resume to continue it, or "
                                       "choose another --out-dir")
             self._load()
-            if self.fingerprint is not None:
+            if self.fingerprint is not None and self.header is None and not self.rows:
+                # killed while writing its header: nothing was kept, so this is the run's start
+                self._write([json.dumps({FINGERPRINT_KEY: self.fingerprint}, ensure_ascii=False) + "\n"])
+                self.header = self.fingerprint
+            elif self.fingerprint is not None:
                 check_same_run(self.path, self.header, self.fingerprint)
         elif self.fingerprint is not None:
             self._write([json.dumps({FINGERPRINT_KEY: self.fingerprint}, ensure_ascii=False) + "\n"])
@@ -223,16 +227,30 @@ def code_version() -> dict[str, Any]:
     return {"robusteval": __version__, "git_commit": git_commit()}
 
 
-def samples_digest(samples: Sequence[Sample]) -> dict[str, Any]:
-    """How many samples and a digest of their ids and texts: a different dataset, split,
-    selection or ``--limit`` gives a different digest."""
+def fingerprint_data_dir(given: str | None) -> str | None:
+    """The data folder a run reads, as its fingerprint records it: the one given, else
+    ``$ROBUSTEVAL_DATA``, resolved to an absolute path (so ``../shared/data`` and its absolute
+    spelling are one folder, and a resume pointed at another folder is refused)."""
+    folder = given if given is not None else os.environ.get("ROBUSTEVAL_DATA")
+    return str(Path(folder).expanduser().resolve()) if folder else None
+
+
+def samples_digest(samples: Sequence[Sample], ratings: bool = False) -> dict[str, Any]:
+    """How many samples and a digest of every text a metric, a detector or an attack may read
+    (id, task, response, context, every reference, the fact, the answer, the declared language):
+    a different dataset, split, selection or ``--limit``, or an edited fact, gives a different
+    digest. (Version 2: the first digest hashed the response, context and first reference only,
+    so a resume after the facts changed mixed scores ``against: fact`` of the two files.)"""
     import hashlib
 
     h = hashlib.sha256()
     for s in samples:
-        h.update(json.dumps([s.id, s.task, s.response, list(s.context), s.reference],
-                            ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    return {"n": len(samples), "sha256": h.hexdigest()[:20]}
+        # with ratings (a run that trains on them), the human judgments too
+        human = sorted((s.human or {}).items()) if ratings else None
+        h.update(json.dumps([s.id, s.task, s.response, list(s.context), s.reference, list(s.references), s.fact,
+                             s.answer, (s.meta or {}).get("language"), human],
+                            ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    return {"n": len(samples), "sha256": h.hexdigest()[:20], "version": 2}
 
 
 def run_fingerprint(**parts: Any) -> dict[str, Any]:

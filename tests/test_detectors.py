@@ -258,6 +258,13 @@ def test_gec_languagetool_backend_through_a_server() -> None:
         row = d.analyze([summ("The results is good.")])[0]
         assert row["backend"] == "languagetool" and row["errors"] == 1 and row["by_kind"]["grammar"] == 1
         assert row["per_token"] == pytest.approx(1 / 4)
+        # LanguageTool checks in a variant: en-US and en-GB flag different spellings, so their
+        # saved suspicions are not one; the builtin rules ignore it (the shipped table matches)
+        gb = detectors.load("gec", remote_server=url, language="en-GB")
+        assert gb.identity() != d.identity() and "language=en-GB" in gb.signature()
+        builtin = detectors.load("gec", backend="builtin")
+        assert "language=" not in builtin.signature()
+        assert builtin.signature() == detectors.load("gec", backend="builtin", language="en-GB").signature()
     finally:
         server.shutdown()
     assert gec.languagetool_reachable("http://127.0.0.1:9") is False

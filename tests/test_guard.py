@@ -336,6 +336,11 @@ def test_joint_guard_fits_calibrates_saves_as_json_and_reloads(tmp_path) -> None
     row = d.analyze([Sample(id="a", task="dialogue", response="~&;$}%( ok", context=("hi",))])[0]
     assert set(row["features"]) == {"nonalnum", "speaker_tag"} and row["suspicion"] >= d.threshold
     assert "joint" not in detectors.names()
+    # the standardization is part of the identity: a model with the same weights and another
+    # mean moves every suspicion, so its saved suspicions must not be reused
+    shifted = {**params, "mean": [m + 0.1 for m in params["mean"]]}
+    joint.save(shifted, tmp_path / "shifted.json")
+    assert detectors.load("joint", model=tmp_path / "shifted.json").identity() != d.identity()
 
 
 def test_leave_one_family_out_never_fits_on_the_family_it_tests() -> None:

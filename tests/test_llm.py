@@ -250,3 +250,27 @@ def test_local_backend_samples_n_answers_per_prompt_in_one_call(tiny_lm) -> None
     assert len({t for x in a for t in x}) > 3  # sampled, not one answer repeated
     g = llm.generate(prompts, n=3, temperature=0.0, max_new_tokens=6)
     assert all(len(x) == 3 and len(set(x)) == 1 for x in g)
+
+
+def test_a_judges_identity_holds_what_changes_its_prompt_or_output(tmp_path, tiny_lm) -> None:
+    """A resumed score log continues only the same judge: the criterion's text (variant, file,
+    data folder), the generation length, and a local backend's system prompt and prompt length
+    are all part of it (they were not, and two judges writing different prompts shared one)."""
+    from robusteval.llm.backends import LocalCausalLM, backend_identity
+
+    crit = tmp_path / "aspect_criteria.json"
+    crit.write_text(json.dumps({"Fluency": {"Gold": "Fluency: fluent?", "Short": "Is it fluent?"}}))
+    be = ScriptedBackend(probs=[1, 1, 1, 1, 1])
+
+    def judge(**kw) -> LLMJudge:
+        return LLMJudge(backend=be, template="geval", aspect="Fluency", criteria_file=str(crit), **kw)
+
+    gold, short = judge(), judge(criteria_variant="Short")
+    assert gold.reproducibility() != short.reproducibility()
+    assert judge(max_new_tokens=8).reproducibility() != judge(max_new_tokens=16).reproducibility()
+    assert gold.reproducibility() == judge().reproducibility()
+    plain = LocalCausalLM(str(tiny_lm))
+    assert plain.prompt_settings == "" and backend_identity(plain) == plain.identity  # the default: weights only
+    told = LocalCausalLM(str(tiny_lm), system="You are strict.", max_prompt_tokens=512)
+    assert told.prompt_settings.startswith("system=") and "max_prompt_tokens=512" in told.prompt_settings
+    assert backend_identity(told) != backend_identity(plain)

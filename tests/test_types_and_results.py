@@ -90,3 +90,49 @@ def test_reading_a_torn_log_says_what_it_skipped(tmp_path) -> None:
     path.write_text('{"id": "1"}\n{"id": "2"}\n{"id": "3", "sco', encoding="utf-8")
     with pytest.warns(UserWarning, match=r"rows\.jsonl: line 3 is incomplete .*: skipped, 2 complete rows read"):
         assert [r["id"] for r in read_jsonl(path)] == ["1", "2"]
+
+
+# -- what a resume checks (a fresh-eyes audit of resumes, 2026-11-28) -------------------------
+def test_a_log_killed_while_writing_its_header_resumes_as_a_new_run(tmp_path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"_fingerprint": {"comm')  # torn before its newline: nothing was kept
+    log = JsonlLog(path, resume=True, fingerprint={"command": "x"})
+    log.append([{"id": "1"}])
+    assert JsonlLog(path, resume=True, fingerprint={"command": "x"}).rows == {"1": {"id": "1"}}
+
+
+def test_a_resume_after_the_facts_changed_is_another_run(tmp_path) -> None:
+    """Every text a metric may read is in the samples' digest: the facts (``against: fact``),
+    every reference, the answer, the declared language. The first digest hashed the response,
+    context and first reference only, and a resume mixed scores of the two files."""
+    from toy import LengthMetric
+
+    from robusteval.errors import RunMismatchError
+    from robusteval.results import samples_digest, score_with_log
+
+    base = Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="f")
+    for changed in (Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="g"),
+                    Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="f",
+                           references=("r2",)),
+                    Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="f",
+                           answer="x"),
+                    Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="f",
+                           meta={"language": "fr"})):
+        assert samples_digest([changed]) != samples_digest([base])
+    rated = Sample(id="a", task="dialogue", response="hi", context=("c",), human={"overall": 4.0})
+    rerated = Sample(id="a", task="dialogue", response="hi", context=("c",), human={"overall": 2.0})
+    assert samples_digest([rated]) == samples_digest([rerated])  # scores do not read ratings ...
+    assert samples_digest([rated], ratings=True) != samples_digest([rerated], ratings=True)  # training does
+    score_with_log(LengthMetric(), [base], tmp_path / "s.jsonl", resume=False)
+    edited = Sample(id="a", task="dialogue", response="hi", context=("c",), reference="r", fact="g")
+    with pytest.raises(RunMismatchError, match="samples"):
+        score_with_log(LengthMetric(), [edited], tmp_path / "s.jsonl", resume=True)
+
+
+def test_the_empty_response_policy_is_part_of_a_metrics_identity() -> None:
+    from robusteval import metrics
+
+    default, floored = metrics.load("rougeL"), metrics.load("rougeL", on_empty="floor", empty_score=50.0)
+    assert "on_empty" not in default.reproducibility()  # the default identity is unchanged
+    assert "on_empty=floor,empty_score=50" in floored.reproducibility()
+    assert metrics.load("rougeL", on_empty="floor").reproducibility() != floored.reproducibility()

@@ -85,7 +85,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     from robusteval.attacks.criteria import Criteria
     from robusteval.attacks.runner import run_attacks
     from robusteval.data.select import select
-    from robusteval.results import claim_folder, run_fingerprint
+    from robusteval.results import claim_folder, fingerprint_data_dir, run_fingerprint, samples_digest
 
     allowed = harden_keys()
     unknown = set(cfg) - allowed
@@ -122,7 +122,11 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     budget = int(acfg.get("budget", 100))
     criteria = Criteria.from_config(cfg.get("criteria"))
     # before any work: a resumed run continues only the same run, even one killed in round 0
-    claim_folder(out, run_fingerprint(command="harden", config=cfg, data_dir=data_dir), resume)
+    # the data folder resolved ($ROBUSTEVAL_DATA included) and what was read from it, ratings too:
+    # a resume against another folder, or after the ratings changed, would reuse models trained
+    # on the old data
+    claim_folder(out, run_fingerprint(command="harden", config=cfg, data_dir=fingerprint_data_dir(data_dir),
+                                      samples=samples_digest(samples, ratings=True)), resume)
     base = train_base(out / "round_0", kind, model_args, data_args, int(cfg.get("epochs", 3)), cfg.get("pretrain"),
                       resume, accelerator)
     result = adversarial_rounds(out / "rounds", kind=kind, model_args=round_model, data_args=data_args, base=base,

@@ -66,6 +66,7 @@ def run(cfg: AttackConfig) -> int:
         log = run_attacks(samples, chosen, victim, out / "results.jsonl", resume=cfg.resume, budget=cfg.budget,
                           gold_metric=gold, criteria=criteria, dataset=dataset, fingerprint={
                               "command": "attack", "victim_name": v.name, "victim_options": v.options,
+                              "gold_options": cfg.gold.options if cfg.gold is not None else None,
                               "guard": v.guard.as_block() if v.guard is not None else None,
                               "attack_spec": cfg.attacks, "seed": cfg.seed, "limit": cfg.limit,
                               "selection": [cfg.select, cfg.select_aspect],

@@ -28,7 +28,6 @@ rows otherwise. Every stage logs append-only under ``--out-dir`` and resumes.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from robusteval.compare.guarding import (
 from robusteval.compare.judges import flip_checks, phrase_transfer
 from robusteval.config.compare import SHIPPED, CorrelationSpec
 from robusteval.errors import InputError, RobustevalError
+from robusteval.results import fingerprint_data_dir, samples_digest
 from robusteval.stats import scoped
 from robusteval.types import Sample
 
@@ -560,14 +560,6 @@ def training_summary(training: dict[str, Any], out: Path) -> dict[str, Any]:
                                          "val_contexts_attacked")}}
 
 
-def fingerprint_data_dir(given: str | None) -> str | None:
-    """The data folder a run reads, as its fingerprint records it: the one given, else
-    ``$ROBUSTEVAL_DATA``, resolved to an absolute path (so ``../shared/data`` and its absolute
-    spelling are one folder, and a resume pointed at another folder is refused)."""
-    folder = given if given is not None else os.environ.get("ROBUSTEVAL_DATA")
-    return str(Path(folder).expanduser().resolve()) if folder else None
-
-
 def check_names(cfg: CompareConfig) -> None:
     """Every dataset, metric, attack, detector and clean set the config names exists: fail in a
     second, not after an hour of calibration."""
@@ -674,9 +666,13 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
 
     # the package's default thresholds apply to every detector a config leaves at its default;
     # a guard calibrated in the run (guard/thresholds.json, reused on resume) fits one clean half
+    # what each suite read, ratings included (its evaluator trains on them): a dataset edited in
+    # place is another run, not one whose trained models and logs are reused
+    read = {name: {part: samples_digest(getattr(sd, part), ratings=True) for part in ("train", "val", "test")}
+            for name, sd in suite_data.items()}
     claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder,
                                       shipped_thresholds=version(), split=SPLIT_SCHEME,
-                                      clean_split=CLEAN_SPLIT), resume)
+                                      clean_split=CLEAN_SPLIT, suites_read=read), resume)
     glog = JsonlLog(out / "guard" / "suspicion.jsonl", key="key", resume=resume)
     dets, thresholds = build_detectors(cfg, out / "guard", glog, data_dir)
     clean, clean_clusters = clean_suspicion(dets, cfg, glog, data_dir)

@@ -55,10 +55,18 @@ class LLMBackend(Protocol):
     def next_token_probs(self, prompts: Sequence[str], options: Sequence[str]) -> np.ndarray: ...
 
 
+#: how many tokens of a prompt a local model reads by default (a longer prompt is cut from the left)
+MAX_PROMPT_TOKENS = 1536
+
+
 def backend_identity(backend: Any) -> str:
     """What a run fingerprint records for an LLM backend: a local model's weights
-    (:attr:`LocalCausalLM.identity`), else its name (an endpoint and model id, a test double)."""
-    return str(getattr(backend, "identity", None) or backend.name)
+    (:attr:`LocalCausalLM.identity`), else its name (an endpoint and model id, a test double),
+    and the prompt settings that change what the model reads (:attr:`LocalCausalLM.prompt_settings`:
+    a system prompt, a prompt cut shorter or longer than the default)."""
+    ident = str(getattr(backend, "identity", None) or backend.name)
+    settings = getattr(backend, "prompt_settings", "")
+    return f"{ident}|{settings}" if isinstance(settings, str) and settings else ident
 
 
 class LocalCausalLM:
@@ -73,7 +81,7 @@ class LocalCausalLM:
     """
 
     def __init__(self, model: str | None = None, batch_size: int = 8, device: str = "cpu",
-                 max_prompt_tokens: int = 1536, system: str | None = None, max_batch_rows: int = 32,
+                 max_prompt_tokens: int = MAX_PROMPT_TOKENS, system: str | None = None, max_batch_rows: int = 32,
                  share_prefix: bool = True, tiered_attention: bool = True) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -115,6 +123,20 @@ class LocalCausalLM:
         eos = cfg.eos_token_id if cfg.eos_token_id is not None else self.tokenizer.eos_token_id
         self._eos = frozenset([eos] if isinstance(eos, int) else (eos or []))
         self._top_k = cfg.top_k  # what generate(do_sample=True) applied: 50 unless configured
+
+    @property
+    def prompt_settings(self) -> str:
+        """The settings beside the weights that change what a judge's prompt reads as (empty at
+        the defaults, so a default backend's identity is its weights alone): a system prompt
+        (hashed) and a ``max_prompt_tokens`` other than :data:`MAX_PROMPT_TOKENS`."""
+        import hashlib
+
+        parts = []
+        if self.system:
+            parts.append("system=" + hashlib.sha256(self.system.encode("utf-8", "surrogatepass")).hexdigest()[:10])
+        if self.max_prompt_tokens != MAX_PROMPT_TOKENS:
+            parts.append(f"max_prompt_tokens={self.max_prompt_tokens}")
+        return ",".join(parts)
 
     @property
     def share_prefix(self) -> bool:

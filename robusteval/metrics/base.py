@@ -103,10 +103,14 @@ class Metric(ABC):
             raise InputError(sample.id, "reference", f"{self.name} needs a non-empty reference")
 
     def reproducibility(self) -> str:
-        """A string that pins model, settings and versions (like bert-score's hash code)."""
+        """A string that pins model, settings and versions (like bert-score's hash code); an
+        empty-response policy other than the default (``on_empty="error"``) is part of it, since
+        ``empty_score`` is what such a response scores."""
         from robusteval import __version__
 
-        return f"{self.name}|{self.signature()}|robusteval={__version__}|python={platform.python_version()}"
+        empty = "" if self.on_empty == "error" else f"|on_empty={self.on_empty},empty_score={self.empty_score:g}"
+        return (f"{self.name}|{self.signature()}{empty}|robusteval={__version__}"
+                f"|python={platform.python_version()}")
 
     def signature(self) -> str:
         return ""

@@ -37,6 +37,7 @@ holds what the absolute and the pairwise judge (:mod:`robusteval.metrics.pairwis
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -252,7 +253,10 @@ class JudgeBase(Metric):
         return Spans.for_content(self.seed, content, tuple(labels)) if self.isolation else None
 
     def _isolation_signature(self) -> str:
-        return f"|isolation={isolation.version()}" if self.isolation else ""
+        """The isolation version (when on) and the generation length: two judges that differ in
+        either write different prompts or read different outputs, so a resumed log must not
+        mix them."""
+        return f"|max_new={self.max_new_tokens}" + (f"|isolation={isolation.version()}" if self.isolation else "")
 
     def report(self) -> dict[str, Any]:
         """The metric's fallback counters plus the backend's report under ``llm``."""
@@ -385,8 +389,11 @@ class LLMJudge(JudgeBase):
         return 100.0 * (raw - self.low) / (self.high - self.low)
 
     def signature(self) -> str:
+        # the criterion's text, not its name: criteria_variant, criteria_file and the data folder
+        # it was read from all change the prompt
+        criterion = hashlib.sha256(self.criterion.encode("utf-8", "surrogatepass")).hexdigest()[:10]
         return (f"backend={backend_identity(self.backend)}|template={self.template_name}|aspect={self.aspect}|"
-                f"mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
+                f"criterion={criterion}|mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
                 f"fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")
                 + self._isolation_signature())
