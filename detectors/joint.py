@@ -219,12 +219,13 @@ class JointGuard(Detector):
                                       f"{d.identity()!r}")
 
     def signature(self) -> str:
-        """The fitted model: its standardization (mean, std) and its weights, each of which moves
-        the suspicion."""
+        """The fitted model: its features in order, their standardization (mean, std) and the
+        weights, each of which moves the suspicion."""
         def nums(key: str) -> str:
             return ",".join(f"{c:.6g}" for c in self.params[key])
 
-        return f"mean={nums('mean')},std={nums('std')},coef={nums('coef')},b={self.params['intercept']:.6g}"
+        return (f"features={'+'.join(self.params['detectors'])},mean={nums('mean')},std={nums('std')},"
+                f"coef={nums('coef')},b={self.params['intercept']:.6g}")
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         x = features_of(self.inner, samples)

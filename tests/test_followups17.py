@@ -252,3 +252,25 @@ def test_training_specs_keep_colons_that_belong_to_the_dataset(tmp_path) -> None
     assert parse_spec("hf:org/set") == ("hf:org/set", "overall")        # was ("hf", "org/set")
     assert parse_spec("nosuchmodule:rows") == ("nosuchmodule:rows", "overall")
     assert parse_spec(f"{rated}:rating") == (str(rated), "rating")
+
+
+def test_a_training_runs_fingerprint_reads_every_rating_it_trains_on(tmp_path) -> None:
+    """``read_digest`` covers every dataset a training run reads (datasets, test_datasets, the
+    pre-training sets), ratings included: one rating edited in a test set is another run."""
+    from robusteval.training.data import read_digest
+
+    rated = tmp_path / "rated.jsonl"
+
+    def write(last: float) -> None:
+        rows = [{"id": f"r{i}", "context": ctx, "response": resp, "rating": float(1 + i % 5)}
+                for i, (ctx, resp) in enumerate(CLEAN_TEXTS)]
+        rows[-1]["rating"] = last
+        rated.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+
+    write(2.0)
+    args = {"datasets": ["quickstart-dialogue"], "test_datasets": [f"{rated}:rating"]}
+    before = read_digest(args, {"datasets": ["quickstart-dialogue"]})
+    assert set(before) == {"quickstart-dialogue", str(rated)}
+    write(4.0)
+    after = read_digest(args, {"datasets": ["quickstart-dialogue"]})
+    assert after["quickstart-dialogue"] == before["quickstart-dialogue"] and after[str(rated)] != before[str(rated)]

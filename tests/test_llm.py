@@ -267,8 +267,15 @@ def test_a_judges_identity_holds_what_changes_its_prompt_or_output(tmp_path, tin
 
     gold, short = judge(), judge(criteria_variant="Short")
     assert gold.reproducibility() != short.reproducibility()
-    assert judge(max_new_tokens=8).reproducibility() != judge(max_new_tokens=16).reproducibility()
+    assert judge(mode="parse", max_new_tokens=8).reproducibility() != \
+        judge(mode="parse", max_new_tokens=16).reproducibility()
     assert gold.reproducibility() == judge().reproducibility()
+    # a template that writes no criterion, and a judge that reads probabilities, do not depend
+    # on what they never use (a resume with $ROBUSTEVAL_DATA exported is the same run)
+    adveval = LLMJudge(backend=be, template="adveval-dialogue", aspect="Coherence")
+    assert "criterion=" not in adveval.reproducibility() and "criterion=" in gold.reproducibility()
+    assert "max_new" not in judge(mode="prob").reproducibility()
+    assert "max_new=" in judge(mode="parse").reproducibility()
     plain = LocalCausalLM(str(tiny_lm))
     assert plain.prompt_settings == "" and backend_identity(plain) == plain.identity  # the default: weights only
     told = LocalCausalLM(str(tiny_lm), system="You are strict.", max_prompt_tokens=512)

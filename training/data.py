@@ -129,6 +129,24 @@ def check_splits(splits: dict[str, list[Any]], dataset: str, val_fraction: float
             f"context ({counts}); use more contexts, larger fractions or another seed")
 
 
+def read_digest(data_args: dict[str, Any], pretrain: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A digest, with the human ratings, of every dataset a training run with ``data_args``
+    reads (``datasets``, ``test_datasets``, ``self_supervised`` and the ``pretrain`` datasets),
+    as loaded under its ``limit``: what a run fingerprint records so that a resume after a
+    rating changed in any of them is another run, not one that reuses models trained on the
+    old ratings."""
+    from robusteval import data
+    from robusteval.results import samples_digest
+
+    names = [name for key in ("datasets", "test_datasets", "self_supervised") for name in data_args.get(key) or []]
+    names += list((pretrain or {}).get("datasets") or [])
+    out = {}
+    for name in sorted({parse_spec(n)[0] for n in names}):
+        out[name] = samples_digest(data.load(name, data_args.get("data_dir"), limit=data_args.get("limit")),
+                                   ratings=True)
+    return out
+
+
 def build_pool(datasets: list[str], test_datasets: list[str], adversarial: list[str], *, only_successful: bool,
                adv_low_target: float, negatives: int, val_fraction: float, test_fraction: float, seed: int,
                data_dir: str | None, limit: int | None, adversarial_families: list[str] | None = None,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from robusteval.training.data import check_splits
+from robusteval.training.data import check_splits, read_digest
 from robusteval.training.rounds import RoundsSpec, adversarial_rounds, load_victim, round_settings, train_base
 
 from robusteval.asr import summarize
@@ -122,11 +122,13 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     budget = int(acfg.get("budget", 100))
     criteria = Criteria.from_config(cfg.get("criteria"))
     # before any work: a resumed run continues only the same run, even one killed in round 0
-    # the data folder resolved ($ROBUSTEVAL_DATA included) and what was read from it, ratings too:
-    # a resume against another folder, or after the ratings changed, would reuse models trained
-    # on the old data
-    claim_folder(out, run_fingerprint(command="harden", config=cfg, data_dir=fingerprint_data_dir(data_dir),
-                                      samples=samples_digest(samples, ratings=True)), resume)
+    # the data folder the run reads, resolved ($ROBUSTEVAL_DATA included), and every dataset it
+    # trains or tests on, ratings too: a resume against another folder, or after a rating
+    # changed, would reuse models trained on the old data
+    claim_folder(out, run_fingerprint(command="harden", config=cfg,
+                                      data_dir=fingerprint_data_dir(data_args.get("data_dir")),
+                                      samples=samples_digest(samples),
+                                      training_data=read_digest(data_args, cfg.get("pretrain"))), resume)
     base = train_base(out / "round_0", kind, model_args, data_args, int(cfg.get("epochs", 3)), cfg.get("pretrain"),
                       resume, accelerator)
     result = adversarial_rounds(out / "rounds", kind=kind, model_args=round_model, data_args=data_args, base=base,

@@ -660,16 +660,21 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     folder = fingerprint_data_dir(data_dir or cfg.data_dir)
+    from robusteval.compare.learned import data_args
     from robusteval.detectors.clean import CLEAN_SPLIT
     from robusteval.detectors.defaults import version
-    from robusteval.training.data import SPLIT_SCHEME
+    from robusteval.training.data import SPLIT_SCHEME, read_digest
 
+    # what each suite read: its attacked contexts, and every dataset a learned victim trains or
+    # tests on, ratings included: a dataset edited in place is another run, not one whose
+    # trained models and logs are reused
+    read = {suite.name: {"attacked": samples_digest(suite_data[suite.name].test),
+                         **{f"trained {v.label}": read_digest(data_args(v.train, suite, cfg, data_dir),
+                                                              v.train.pretrain)
+                            for v in suite.victims if isinstance(v, VictimSpec) and v.train is not None}}
+            for suite in cfg.suites}
     # the package's default thresholds apply to every detector a config leaves at its default;
     # a guard calibrated in the run (guard/thresholds.json, reused on resume) fits one clean half
-    # what each suite read, ratings included (its evaluator trains on them): a dataset edited in
-    # place is another run, not one whose trained models and logs are reused
-    read = {name: {part: samples_digest(getattr(sd, part), ratings=True) for part in ("train", "val", "test")}
-            for name, sd in suite_data.items()}
     claim_folder(out, run_fingerprint(command="compare", config=cfg.raw, data_dir=folder,
                                       shipped_thresholds=version(), split=SPLIT_SCHEME,
                                       clean_split=CLEAN_SPLIT, suites_read=read), resume)

@@ -253,10 +253,13 @@ class JudgeBase(Metric):
         return Spans.for_content(self.seed, content, tuple(labels)) if self.isolation else None
 
     def _isolation_signature(self) -> str:
-        """The isolation version (when on) and the generation length: two judges that differ in
+        """The isolation version (when on) and, for a judge that generates (not ``mode="prob"``,
+        which reads next-token probabilities), the generation length: two judges that differ in
         either write different prompts or read different outputs, so a resumed log must not
         mix them."""
-        return f"|max_new={self.max_new_tokens}" + (f"|isolation={isolation.version()}" if self.isolation else "")
+        generates = getattr(self, "mode", None) != "prob"
+        return ((f"|max_new={self.max_new_tokens}" if generates else "")
+                + (f"|isolation={isolation.version()}" if self.isolation else ""))
 
     def report(self) -> dict[str, Any]:
         """The metric's fallback counters plus the backend's report under ``llm``."""
@@ -389,11 +392,15 @@ class LLMJudge(JudgeBase):
         return 100.0 * (raw - self.low) / (self.high - self.low)
 
     def signature(self) -> str:
-        # the criterion's text, not its name: criteria_variant, criteria_file and the data folder
-        # it was read from all change the prompt
-        criterion = hashlib.sha256(self.criterion.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        # the criterion's text, not its name, where the template writes it: criteria_variant,
+        # criteria_file and the data folder it was read from all change that prompt (a template
+        # without "{criterion}" reads none of them, and its identity does not depend on them)
+        criterion = ""
+        if "{criterion}" in self.template["text"]:
+            digest = hashlib.sha256(self.criterion.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+            criterion = f"criterion={digest}|"
         return (f"backend={backend_identity(self.backend)}|template={self.template_name}|aspect={self.aspect}|"
-                f"criterion={criterion}|mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
+                f"{criterion}mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
                 f"fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")
                 + self._isolation_signature())
