@@ -85,13 +85,11 @@ class JsonlLog:
     def __contains__(self, key: object) -> bool:
         return str(key) in self.rows
 
-    def append(self, rows: Iterable[Mapping[str, Any]], replace: bool = False) -> None:
-        """Append the rows whose key is new; with ``replace``, also those whose key is logged
-        already (a retried row: the later line wins when the log is read back)."""
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
         lines = []
         for row in rows:
             k = str(row[self.key])
-            if k in self.rows and not replace:
+            if k in self.rows:
                 continue
             self.rows[k] = dict(row)
             lines.append(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
@@ -111,15 +109,15 @@ class JsonlLog:
         return to_frame(self, samples)
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def read_jsonl(path: str | os.PathLike[str], dedupe: bool = True) -> list[dict[str, Any]]:
     """Rows of a JSONL file without modifying it: a torn last line (a killed writer) is
     skipped, a corrupt line before the end is an error naming the line. A key written twice
-    (a retried row of a score log, :func:`score_with_log`) keeps its place and its later row,
-    as :class:`JsonlLog` reads it: ``key`` for attack logs and suspicion caches, ``id`` for
-    score logs."""
+    (two processes that resumed one folder at once) keeps its place and its later row, as
+    :class:`JsonlLog` reads it, so no reader counts it twice: ``key`` for attack logs and
+    suspicion caches, ``id`` for score logs."""
     rows = _read(path)[1]
     field = next((k for k in ("key", "id") if rows and all(k in r for r in rows)), None)
-    if field is None:
+    if field is None or not dedupe:  # dedupe=False: every line as written (to name a bad one's line)
         return rows
     latest: dict[str, dict[str, Any]] = {}
     for r in rows:
@@ -383,10 +381,10 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     The log's fingerprint is the metric's reproducibility string, a digest of the samples and
     ``fingerprint`` (the caller's settings): resuming with anything else is refused. The last
     row of each chunk carries the change of the metric's counters over that chunk
-    (``counters``), so :func:`sum_counters` over the log gives the run's totals. A chunk in
-    which a request failed (:data:`RETRY_COUNTERS`: an LLM judge with ``on_llm_error="midpoint"``
-    scored it as the midpoint, counted) has its rows marked ``retry``: this run returns the
-    midpoint, and a resume scores the chunk again, its new rows replacing the marked ones.
+    (``counters``), so :func:`sum_counters` over the log gives the run's totals. A request that
+    failed under an LLM judge's ``on_llm_error="midpoint"`` is a counted fallback of the run
+    (``llm_failed`` in those counters) and its row is kept on resume: the counters say that a
+    chunk had a failure, not which sample, so no row can be retried alone.
 
     Behind a guard with policy ``reject`` a refused response is logged with ``score: null``
     (and the guard's details) and returned as NaN: it has no score, and the correlation code
@@ -403,24 +401,17 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
                               f"{[k for k, i in enumerate(ids) if i == repeat]}); cannot log scores by id")
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
     log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
-    # a row scored while a request failed (an LLM judge's counted midpoint) is a fallback of that
-    # run, not a finished score: a resume scores it again and its new row replaces the old one
-    todo = [s for s in samples if s.id not in log or log.rows[s.id].get("retry")]
+    todo = [s for s in samples if s.id not in log]
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc, unit="sample",
               dynamic_ncols=True, leave=False) as bar:
         for _, rows in execution.current().map(ScoreWorker, [metric], "run", execution.chunks(todo, chunk),
                                                desc=desc, label=execution.span):
-            log.append(rows, replace=True)
+            log.append(rows)
             bar.update(len(rows))
     from robusteval.frames import export_tables
 
     export_tables(log_path, samples)  # <stem>.csv and .parquet beside the log, with the texts
     return np.array([np.nan if log.rows[i]["score"] is None else log.rows[i]["score"] for i in ids], dtype=float)
-
-
-#: counters whose rise in a chunk marks its rows for a retry on resume (a failed LLM request
-#: scored as the midpoint: ``on_llm_error="midpoint"``)
-RETRY_COUNTERS = ("llm_failed",)
 
 
 class ScoreWorker:
@@ -441,12 +432,6 @@ class ScoreWorker:
                 for s, v in zip(part, scores, strict=True)]
         if delta:
             rows[-1]["counters"] = delta
-        # the counters say that a request of the chunk failed, not which: every row of the chunk
-        # is marked, and a resume scores the chunk again
-        failed = [k for k, v in delta.items() if k.rsplit(".", 1)[-1] in RETRY_COUNTERS and v > 0]
-        if failed:
-            for r in rows:
-                r["retry"] = failed[0].rsplit(".", 1)[-1]
         return rows
 
 

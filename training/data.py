@@ -27,6 +27,7 @@ import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -131,19 +132,26 @@ def check_splits(splits: dict[str, list[Any]], dataset: str, val_fraction: float
 
 def read_digest(data_args: dict[str, Any], pretrain: dict[str, Any] | None = None) -> dict[str, Any]:
     """A digest, with the human ratings, of every dataset a training run with ``data_args``
-    reads (``datasets``, ``test_datasets``, ``self_supervised`` and the ``pretrain`` datasets),
-    as loaded under its ``limit``: what a run fingerprint records so that a resume after a
+    reads (``datasets`` and ``test_datasets`` under its ``limit``, the ``self_supervised`` and
+    ``pretrain`` datasets whole, as :func:`build_pool` loads them, and the bytes of the
+    ``adversarial`` result logs): what a run fingerprint records so that a resume after a
     rating changed in any of them is another run, not one that reuses models trained on the
     old ratings."""
     from robusteval import data
     from robusteval.results import samples_digest
 
-    names = [name for key in ("datasets", "test_datasets", "self_supervised") for name in data_args.get(key) or []]
-    names += list((pretrain or {}).get("datasets") or [])
-    out = {}
-    for name in sorted({parse_spec(n)[0] for n in names}):
-        out[name] = samples_digest(data.load(name, data_args.get("data_dir"), limit=data_args.get("limit")),
-                                   ratings=True)
+    # as build_pool loads them: the rated sets under ``limit``, the self-supervised ones whole
+    limit = data_args.get("limit")
+    wanted: dict[str, int | None] = {}
+    for name in (n for key in ("datasets", "test_datasets") for n in data_args.get(key) or []):
+        wanted.setdefault(parse_spec(name)[0], limit)
+    for name in [*(data_args.get("self_supervised") or []), *((pretrain or {}).get("datasets") or [])]:
+        wanted[parse_spec(name)[0]] = None
+    out: dict[str, Any] = {name: samples_digest(data.load(name, data_args.get("data_dir"), limit=cap), ratings=True)
+                           for name, cap in sorted(wanted.items(), key=lambda kv: kv[0])}
+    for path in data_args.get("adversarial") or []:  # attack result logs trained on: their bytes
+        p = Path(path) / "results.jsonl" if Path(path).is_dir() else Path(path)
+        out[f"adversarial:{path}"] = hashlib.sha256(p.read_bytes()).hexdigest()[:20] if p.is_file() else None
     return out
 
 

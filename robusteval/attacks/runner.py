@@ -37,12 +37,14 @@ def read_results(path: str | os.PathLike[str]) -> tuple[list[ResultRow], str | N
     p = p / "results.jsonl" if p.is_dir() else p
     if not p.is_file():
         raise DataFormatError(p, "no attack results here (expected a results.jsonl or its folder)")
-    rows = []
-    for n, raw in enumerate(read_jsonl(p), 1):
+    latest: dict[str, ResultRow] = {}  # a key written twice (two writers) is read once, its later row
+    for n, raw in enumerate(read_jsonl(p, dedupe=False), 1):
         try:
-            rows.append(ResultRow.from_dict(raw))
+            row = ResultRow.from_dict(raw)
         except (TypeError, ValueError) as exc:
             raise DataFormatError(p, f"not an attack-runner result row: {exc}", line=n + 1) from None
+        latest[row.key or f"#{n}"] = row
+    rows = list(latest.values())
     datasets = {r.dataset for r in rows if r.dataset}
     return rows, (datasets.pop() if len(datasets) == 1 else None)
 
