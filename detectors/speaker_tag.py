@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from typing import Any, ClassVar
 
 import regex
@@ -34,7 +35,8 @@ from robusteval.types import Sample
 #   ``sanitize`` kept it; between a label and its colon a break is allowed for a known role
 #   only ("user\n: hi" is a tag; "word\n: x" is no label);
 # - a label may hold combining marks (Devanagari and Arabic vowel signs, which ``\w`` leaves out)
-#   and follow invisible format characters ("\u200fuser:"), and a sentence may end in "。！？";
+#   and invisible format characters, and follow them ("\u200fuser:"), and a sentence may end in
+#   "。！？";
 # - a two-word label is a role when its first word is one *and* the second is a number or a
 #   letter ("Speaker 1", "User B"), not whenever its first word is ("A note:", "You know:").
 # The optional brackets are matched with the spaces after them, so no two runs of spaces can
@@ -42,15 +44,19 @@ from robusteval.types import Sample
 LINE_BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
 _LINE_START = rf"(?:^|(?<=[{LINE_BREAKS}]))"
 _SP = rf"(?:[^\S{LINE_BREAKS}]|\p{{Cf}})"
-_WORD = r"[^\W\d_][\w\p{M}'.-]{0,19}"
-_LABEL = rf"{_WORD}(?:{_SP}+\d{{1,2}}|{_SP}+[^\W\d_][\w\p{{M}}'-]{{0,14}})?"
+# a label's letters may carry marks and invisible format characters ("t\u200beacher"), which
+# the role lookup drops; so may the gap before its colon ("teacher\u200b:")
+_WORD = r"[^\W\d_][\w\p{M}\p{Cf}'.-]{0,19}"
+_LABEL = rf"{_WORD}(?:{_SP}+\d{{1,2}}|{_SP}+[^\W\d_][\w\p{{M}}\p{{Cf}}'-]{{0,14}})?"
 # the ASCII colon and its lookalikes (Unicode TS #39 confusables of ":"; the full-width one is
 # how Chinese and Japanese write a label): a known role label before any of them is a tag (a
 # guard-aware attack writes "teacher：" to slip past an ASCII-only pattern), an unknown label
 # only before the ASCII one, so CJK prose with a full-width colon is not read as a speaker tag
 COLONS = ":\uff1a\ufe55\ufe13\u2236\ua789\u0589\u02d0"
+_GAP = r"(?:\s|\p{Cf})*"
 ROLE_PREFIX = regex.compile(
-    rf"{_LINE_START}{_SP}*(?:[\[(<]{_SP}*)?(?P<label>{_LABEL})(?P<gap>\s*(?:[\])>]\s*)?)(?P<colon>[{COLONS}])(?!//)",
+    rf"{_LINE_START}{_SP}*(?:[\[(<]{_SP}*)?(?P<label>{_LABEL})(?P<gap>{_GAP}(?:[\])>]{_GAP})?)"
+    rf"(?P<colon>[{COLONS}])(?!//)",
     regex.MULTILINE | regex.VERSION0,
 )
 _INLINE = regex.compile(r"(?:[.!?]\s+|[。！？]\s*)([^\W\d_][\w\p{M}'-]{0,19})\s*:\s", regex.VERSION0)
@@ -66,7 +72,7 @@ def is_role(label: str) -> bool:
     """A known role label: one of the package's role names ("teacher", "A"), or such a name
     and a number or a letter ("Speaker 1", "User B")."""
     known = roles()
-    words = label.lower().split()
+    words = "".join(c for c in label if unicodedata.category(c) != "Cf").lower().split()
     if not words:
         return False
     if " ".join(words) in known:

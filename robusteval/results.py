@@ -116,7 +116,8 @@ def read_jsonl(path: str | os.PathLike[str], dedupe: bool = True) -> list[dict[s
     :class:`JsonlLog` reads it, so no reader counts it twice: ``key`` for attack logs and
     suspicion caches, ``id`` for score logs."""
     rows = _read(path)[1]
-    field = next((k for k in ("key", "id") if rows and all(k in r for r in rows)), None)
+    # a field every row has, and never empty (rows of an old schema may all carry key "")
+    field = next((k for k in ("key", "id") if rows and all(r.get(k) not in (None, "") for r in rows)), None)
     if field is None or not dedupe:  # dedupe=False: every line as written (to name a bad one's line)
         return rows
     latest: dict[str, dict[str, Any]] = {}

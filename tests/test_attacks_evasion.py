@@ -159,9 +159,9 @@ class Likes(Metric):
 
 
 def test_no_disguise_of_a_role_label_slips_past_speaker_tag_at_its_default() -> None:
-    """Every disguise the evasion tries reads as a label at 0.7 or more (version 2 reads a label
-    split by a zero-width space as an unknown two-word label; version 1 read no label there), so
-    at the default threshold the guard-aware rerun finds nothing that evades."""
+    """Every disguise the evasion tries reads as a label at 0.7 or more (version 2 reads the role
+    in a label split by a zero-width space, 1.0; version 1 read no label there), so at the
+    default threshold the guard-aware rerun finds nothing that evades."""
     from robusteval.detectors.speaker_tag import tag_score
 
     from robusteval.attacks.evasion import disguises
@@ -169,6 +169,7 @@ def test_no_disguise_of_a_role_label_slips_past_speaker_tag_at_its_default() -> 
     variants = disguises("I am fine", "teacher: I am fine")
     assert {name for name, _ in variants} >= {"lookalike-cyrillic", "zero-width", "fullwidth-colon"}
     assert all(tag_score(text)[0] >= 0.7 for _, text in variants), variants
+    assert tag_score(dict(variants)["zero-width"])[0] == 1.0
 
 
 def test_penalized_search_prefers_candidates_the_guard_is_far_from_flagging() -> None:

@@ -439,6 +439,8 @@ def test_speaker_tag() -> None:
     ("A note: this", 0.7, "A note", "A note: this"),  # a role word first is not a role label ...
     ("User B: hi", 1.0, "User B", "hi"),  # ... unless a letter or a number follows it
     ("\u200fteacher: hi", 1.0, "teacher", "hi"),  # an invisible mark before the label
+    ("teacher\u200b: hi", 1.0, "teacher\u200b", "hi"),  # ... before its colon
+    ("t\u200be\u200bacher: hi", 1.0, "t\u200be\u200bacher", "hi"),  # ... inside it: the role is read without them
     ("उपयोगकर्ता: नमस्ते", 0.7, "उपयोगकर्ता", "उपयोगकर्ता: नमस्ते"),  # vowel signs inside a label
     ("مُستخدم: مرحبا", 0.7, "مُستخدم", "مُستخدم: مرحبا"),
     ("好的。user: hi", 0.8, "user", "好的。user: hi"),  # a sentence ending in "。"

@@ -261,16 +261,23 @@ def test_a_training_runs_fingerprint_reads_every_rating_it_trains_on(tmp_path) -
 
     rated = tmp_path / "rated.jsonl"
 
-    def write(last: float) -> None:
+    def write(first: float) -> None:
         rows = [{"id": f"r{i}", "context": ctx, "response": resp, "rating": float(1 + i % 5)}
                 for i, (ctx, resp) in enumerate(CLEAN_TEXTS)]
-        rows[-1]["rating"] = last
+        rows[0]["rating"] = first
         rated.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
 
     write(2.0)
-    args = {"datasets": ["quickstart-dialogue"], "test_datasets": [f"{rated}:rating"]}
-    before = read_digest(args, {"datasets": ["quickstart-dialogue"]})
-    assert set(before) == {"quickstart-dialogue", str(rated)}
+    adv = tmp_path / "attacks.jsonl"
+    adv.write_text('{"key": "a|s0"}\n', encoding="utf-8")
+    args = {"datasets": ["quickstart-dialogue"], "test_datasets": [f"{rated}:rating"], "limit": 2,
+            "adversarial": [str(adv)]}
+    before = read_digest(args, {"datasets": ["quickstart-summary"]})
+    assert set(before) == {"quickstart-dialogue", "quickstart-summary", str(rated), f"adversarial:{adv}"}
+    assert before["quickstart-dialogue"]["n"] == 2  # a rated set under the limit ...
+    assert before["quickstart-summary"]["n"] > 2  # ... the pre-training set whole, as build_pool loads it
     write(4.0)
-    after = read_digest(args, {"datasets": ["quickstart-dialogue"]})
-    assert after["quickstart-dialogue"] == before["quickstart-dialogue"] and after[str(rated)] != before[str(rated)]
+    adv.write_text('{"key": "a|s1"}\n', encoding="utf-8")
+    after = read_digest(args, {"datasets": ["quickstart-summary"]})
+    assert after["quickstart-dialogue"] == before["quickstart-dialogue"]
+    assert after[str(rated)] != before[str(rated)] and after[f"adversarial:{adv}"] != before[f"adversarial:{adv}"]

@@ -602,3 +602,22 @@ def test_auc_is_the_share_of_attacked_clean_pairs_ranked_right_ties_half() -> No
         auc_ci(neg, pos, ["a", "b", "c"])
     with pytest.raises(ValueError, match="finite"):  # a NaN would rank anywhere: refused, not printed as nan
         auc([0.1, float("nan")], pos)
+
+
+def test_read_results_reads_a_key_written_twice_once(tmp_path) -> None:
+    """Two processes that resumed one folder at once both append a row of one key: the results
+    read back hold it once, its later row, and a bad line is still named by its line."""
+    from robusteval.results import read_jsonl
+
+    path = tmp_path / "results.jsonl"
+    first, other, again = row(sample="s0", fooled=False), row(sample="s1"), row(sample="s0", fooled=True)
+    for r in (first, other, again):
+        r["key"] = f"a|{r['sample_id']}"
+    header = json.dumps({"_fingerprint": {"command": "attack"}}) + "\n"
+    path.write_text(header + "".join(json.dumps(r) + "\n" for r in (first, other, again)), encoding="utf-8")
+    rows, _ = read_results(path)
+    assert [r.key for r in rows] == ["a|s0", "a|s1"] and rows[0].success["beats_reference"] is True
+    assert len(read_jsonl(path)) == 2 and len(read_jsonl(path, dedupe=False)) == 3
+    path.write_text(path.read_text(encoding="utf-8") + '{"key": "a|s2", "schema": "old"}\n', encoding="utf-8")
+    with pytest.raises(RobustevalError, match="line 5"):  # the header, three rows, then the bad one
+        read_results(path)

@@ -252,7 +252,7 @@ class JudgeBase(Metric):
         """The isolation of a prompt whose plain rendering is ``content`` (None without isolation)."""
         return Spans.for_content(self.seed, content, tuple(labels)) if self.isolation else None
 
-    def _isolation_signature(self) -> str:
+    def _prompt_signature(self) -> str:
         """The isolation version (when on) and, for a judge that generates (not ``mode="prob"``,
         which reads next-token probabilities), the generation length: two judges that differ in
         either write different prompts or read different outputs, so a resumed log must not
@@ -403,4 +403,4 @@ class LLMJudge(JudgeBase):
                 f"{criterion}mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|"
                 f"fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")
-                + self._isolation_signature())
+                + self._prompt_signature())

@@ -212,7 +212,7 @@ class PairwiseJudge(JudgeBase, PairMetric):
         prompt whose request failed (``on_llm_error="midpoint"``) is 0.5, a tie, or NaN with
         ``failed_as="nan"``: a flip test must not count a missing verdict as a tie."""
         if failed_as not in ("midpoint", "nan"):
-            raise ValueError(f"failed must be 'midpoint' or 'nan', got {failed_as!r}")
+            raise ValueError(f"failed_as must be 'midpoint' or 'nan', got {failed_as!r}")
         prompts = [self.prompt(s, o) for o in orders for s in samples]
         ids = [s.id for _ in orders for s in samples]
         k = len(samples)
@@ -282,7 +282,7 @@ class PairwiseJudge(JudgeBase, PairMetric):
                 f"order={self.order}|"
                 f"mode={self.mode}|n={self.n}|T={self.temperature}|seed={self.seed}|fallback={self.on_unparseable}"
                 + (f"|llm_error={self.on_llm_error}" if self.on_llm_error != "error" else "")
-                + self._isolation_signature())
+                + self._prompt_signature())
 
 
 # -- invariance tests ------------------------------------------------------------------------
@@ -293,7 +293,8 @@ def _flips(a: np.ndarray, b: np.ndarray, samples: Sequence[Sample], margin: floa
     ``no_verdict``, not read as a tie that did not flip."""
     keep = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if np.isfinite(x) and np.isfinite(y)]
     flipped = [verdict(float(a[i]), margin) != verdict(float(b[i]), margin) for i in keep]
-    kept_clusters = None if clusters is None else [list(clusters)[i] for i in keep]
+    listed = None if clusters is None else list(clusters)
+    kept_clusters = None if listed is None else [listed[i] for i in keep]
     return {**flip_rate(flipped, kept_clusters), "margin": margin, "no_verdict": len(samples) - len(keep),
             "flipped": [samples[i].id for i, f in zip(keep, flipped, strict=True) if f]}
 
