@@ -165,7 +165,7 @@ def summarize(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, dict[s
         entry["n"] = len(group)
         # both means over the rows score_change pairs (a refused row has no after score, and the
         # before mean of every row beside the after mean of some read as a change nobody measured)
-        paired = scored_pairs(used)
+        paired, _ = scored_pairs(used)
         entry["mean_before"] = float(np.mean([r.victim_before for r in paired])) if paired else None
         entry["mean_after"] = float(np.mean([r.victim_after for r in paired])) if paired else None
         entry["n_scored"] = len(paired)
@@ -187,20 +187,21 @@ def score_change(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any
     produced a scored text, with its interval (:func:`robusteval.stats.mean_ci`, clustered by
     context). A pair with a non-finite score (no path writes one today: metrics refuse them) is
     left out and counted in ``nonfinite`` rather than stopping every ASR table."""
-    scored = [r for r in counted(rows) if r.victim_after is not None and r.victim_before is not None]
-    used = scored_pairs(scored)
+    used, nonfinite = scored_pairs(counted(rows))
     out = mean_ci([float(r.victim_after) - float(r.victim_before) for r in used],  # type: ignore[arg-type]
                   [cluster_of(r) for r in used])
-    if len(used) < len(scored):
-        out["nonfinite"] = len(scored) - len(used)
+    if nonfinite:
+        out["nonfinite"] = nonfinite
     return out
 
 
-def scored_pairs(rows: Iterable[ResultRow]) -> list[ResultRow]:
-    """The rows with a finite victim score both before and after the attack: the pairs
-    :func:`score_change` averages, and the rows of :func:`summarize`'s mean before / after."""
-    return [r for r in rows if r.victim_after is not None and r.victim_before is not None
-            and math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
+def scored_pairs(rows: Iterable[ResultRow]) -> tuple[list[ResultRow], int]:
+    """The rows with a finite victim score both before and after the attack -- the pairs
+    :func:`score_change` averages, and the rows of :func:`summarize`'s mean before / after --
+    and how many rows had both scores with one of them non-finite (left out, counted)."""
+    both = [r for r in rows if r.victim_after is not None and r.victim_before is not None]
+    used = [r for r in both if math.isfinite(float(r.victim_after)) and math.isfinite(float(r.victim_before))]
+    return used, len(both) - len(used)
 
 
 def mean_drop(rows: Iterable[ResultRow | Mapping[str, Any]]) -> dict[str, Any]:
