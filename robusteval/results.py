@@ -85,11 +85,13 @@ class JsonlLog:
     def __contains__(self, key: object) -> bool:
         return str(key) in self.rows
 
-    def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
+    def append(self, rows: Iterable[Mapping[str, Any]], replace: bool = False) -> None:
+        """Write ``rows``; a row whose key is logged already is skipped, or with ``replace``
+        written again, and then it is the key's row (readers keep a key's later row)."""
         lines = []
         for row in rows:
             k = str(row[self.key])
-            if k in self.rows:
+            if k in self.rows and not replace:
                 continue
             self.rows[k] = dict(row)
             lines.append(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
@@ -358,14 +360,19 @@ def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[s
     return {k: after[k] - before.get(k, 0) for k in sorted(after) if after[k] != before.get(k, 0)}
 
 
+def merge_counts(*parts: Mapping[str, int]) -> dict[str, int]:
+    """The key-wise sum of counter dicts (sorted keys)."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for k, v in part.items():
+            total[k] = total.get(k, 0) + int(v)
+    return dict(sorted(total.items()))
+
+
 def sum_counters(rows: Iterable[Mapping[str, Any]], field: str = "counters") -> dict[str, int]:
     """The counters of a run, summed from its rows (never from process memory, so a resumed
     run reports the whole run)."""
-    total: dict[str, int] = {}
-    for r in rows:
-        for k, v in (r.get(field) or {}).items():
-            total[k] = total.get(k, 0) + int(v)
-    return dict(sorted(total.items()))
+    return merge_counts(*(r.get(field) or {} for r in rows))
 
 
 def metric_identity(metric: Any) -> str:
@@ -382,10 +389,15 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
     The log's fingerprint is the metric's reproducibility string, a digest of the samples and
     ``fingerprint`` (the caller's settings): resuming with anything else is refused. The last
     row of each chunk carries the change of the metric's counters over that chunk
-    (``counters``), so :func:`sum_counters` over the log gives the run's totals. A request that
-    failed under an LLM judge's ``on_llm_error="midpoint"`` is a counted fallback of the run
-    (``llm_failed`` in those counters) and its row is kept on resume: the counters say that a
-    chunk had a failure, not which sample, so no row can be retried alone.
+    (``counters``), so :func:`sum_counters` over the log gives the run's totals.
+
+    A sample whose request failed under an LLM judge's ``on_llm_error="midpoint"`` is scored at
+    the midpoint for this run, counted (``llm_failed`` in the counters) and its row is marked
+    ``llm_failed: n`` (the judge names the failed samples: :mod:`robusteval.metrics.inner`). A
+    resume scores exactly those rows again -- a failure is never served as a finished score --
+    and keeps every other row. The counters stay the run's history: a retried row takes over the
+    counters of the row it replaces, so ``llm_failed`` counts every failed request of the run,
+    and :func:`score_summary` counts the rows still failed (``llm_failed_rows``).
 
     Behind a guard with policy ``reject`` a refused response is logged with ``score: null``
     (and the guard's details) and returned as NaN: it has no score, and the correlation code
@@ -402,12 +414,16 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
                               f"{[k for k, i in enumerate(ids) if i == repeat]}); cannot log scores by id")
     fp = {"metric": metric_identity(metric), "samples": samples_digest(samples), **(fingerprint or {})}
     log = JsonlLog(log_path, key="id", resume=resume, fingerprint=run_fingerprint(**fp))
-    todo = [s for s in samples if s.id not in log]
+    todo = [s for s in samples if s.id not in log or log.rows[s.id].get("llm_failed")]
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc, unit="sample",
               dynamic_ncols=True, leave=False) as bar:
         for _, rows in execution.current().map(ScoreWorker, [metric], "run", execution.chunks(todo, chunk),
                                                desc=desc, label=execution.span):
-            log.append(rows)
+            for row in rows:  # a retried row keeps the run's history of the row it replaces
+                old = log.rows.get(str(row["id"]))
+                if old is not None and old.get("counters"):
+                    row["counters"] = merge_counts(old["counters"], row.get("counters") or {})
+            log.append(rows, replace=True)
             bar.update(len(rows))
     from robusteval.frames import export_tables
 
@@ -417,19 +433,23 @@ def score_with_log(metric: Any, samples: Sequence[Sample], log_path: Path, resum
 
 class ScoreWorker:
     """Scores one chunk of samples: the unit of :func:`score_with_log` an executor runs. Each
-    row is ``{id, score}`` (None for a refused response) with the guard's details; the last
-    row carries the change of the metric's counters over the chunk."""
+    row is ``{id, score}`` (None for a refused response) with the guard's details, and
+    ``llm_failed: n`` when n of the sample's requests failed and it got a fallback score; the
+    last row carries the change of the metric's counters over the chunk."""
 
     def __init__(self, metric: Any) -> None:
         self.metric = metric
 
     def run(self, part: Sequence[Sample]) -> list[dict[str, Any]]:
         from robusteval.metrics.base import score_or_refuse
+        from robusteval.metrics.inner import failed_since, failure_marks
 
-        before = counters(self.metric)
+        before, marks = counters(self.metric), failure_marks(self.metric)
         scores, _ = score_or_refuse(self.metric, part)  # a refused response has no score (NaN), not an abort
         delta = counter_delta(before, counters(self.metric))
-        rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(self.metric, s)}
+        failed = failed_since(marks)
+        rows = [{"id": s.id, "score": float(v) if np.isfinite(v) else None, **guard_row(self.metric, s),
+                 **({"llm_failed": failed[s.id]} if failed[s.id] else {})}
                 for s, v in zip(part, scores, strict=True)]
         if delta:
             rows[-1]["counters"] = delta
@@ -448,6 +468,7 @@ def score_summary(log_path: Path, ids: Sequence[str]) -> dict[str, Any]:
         for name in r["guard"].get("flagged") or []:
             flagged[name] = flagged.get(name, 0) + 1
     return {"n": len(mine), "missing": len(ids) - len(mine), "refused": sum(r["score"] is None for r in mine),
+            "llm_failed_rows": sum(bool(r.get("llm_failed")) for r in mine),
             "mean": float(scores.mean()) if len(scores) else None,
             "guard": {"scored": len(guarded), "flagged_any": sum(bool(r["guard"].get("flagged")) for r in guarded),
                       "flagged": dict(sorted(flagged.items()))} if guarded else None,

@@ -114,6 +114,7 @@ def test_failed_requests_fall_back_to_a_tie_counted_per_sample() -> None:
     judge = PairwiseJudge(backend=Flaky(answer=lambda p: "A"), on_llm_error="midpoint")
     scores = judge.score([dlg("x", "meh"), dlg("y", "ok"), dlg("z", "fine")])
     assert judge.report()["fallbacks"] == {"llm_failed": 2}
+    assert judge.failed_requests == ["x", "y"]  # each failed sample named once, whatever the orders
     assert scores.tolist() == [25.0, 50.0, 50.0]  # meh: (tie + the reference wins) / 2; ok: two ties
 
 

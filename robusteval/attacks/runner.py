@@ -16,10 +16,12 @@ from robusteval.attacks.criteria import Criteria
 from robusteval.attacks.victim import CachedVictim
 from robusteval.errors import DataFormatError
 from robusteval.metrics.identity import model_identity
+from robusteval.metrics.inner import failed_since, failure_marks
 from robusteval.results import (
     JsonlLog,
     counter_delta,
     counters,
+    merge_counts,
     metric_identity,
     read_jsonl,
     run_fingerprint,
@@ -161,7 +163,10 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     are kept and not recomputed -- but only when the log was written by the same run: the
     victim's reproducibility string, the attacks and their options, the budget, the criteria,
     the samples (dataset, split, limit) and ``fingerprint`` (the caller's settings) must all
-    match, else :class:`~robusteval.errors.RunMismatchError` names what differs.
+    match, else :class:`~robusteval.errors.RunMismatchError` names what differs. A sample during
+    whose attacks a victim or gold request failed (a judge's ``on_llm_error="midpoint"``
+    fallback, which may have decided any of its rows) has its rows marked ``meta.llm_failed``,
+    and a resume attacks it again; its new last row takes over the old rows' ``victim_counters``.
 
     The beats-reference criterion compares with the sample's reference when it has one and
     with the original (human) response otherwise, as Vasselli & Watanabe do (see
@@ -199,17 +204,26 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
         if isinstance(getattr(attack, "criteria", None), Criteria):
             attack.criteria = criteria  # type: ignore[attr-defined]  # AdvEval stops at the run's criterion
     total = len(samples) * len(attacks)
-    done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log)
+    # a sample whose victim or gold request failed (a midpoint fallback score) is attacked again
+    retry = {str(r["sample_id"]) for r in log if (r.get("meta") or {}).get("llm_failed")}
+    done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log and s.id not in retry)
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
                disable=not progress, dynamic_ncols=True)
     units = [(sample, pending) for sample in samples
-             if (pending := [a.name for a in attacks if result_key(a.name, sample.id) not in log])]
+             if (pending := [a.name for a in attacks
+                             if result_key(a.name, sample.id) not in log or sample.id in retry])]
     settings = AttackSettings(budget=budget, criteria=criteria, fitting_ids=frozenset(fitting_ids), dataset=dataset,
                               victim_repro=victim_repro)
     for _, rows in execution.current().map(AttackWorker, [victim, gold, list(attacks), settings], "run",
                                            units, desc=f"attacking {victim.name}",
                                            label=lambda unit: f"sample {unit[0].id!r}"):
-        log.append(rows)  # one sample's results at a time: a kill loses at most the samples in flight
+        if rows and str(rows[0]["sample_id"]) in retry:  # the retried sample keeps the run's history
+            old = [log.rows[k]["meta"].get("victim_counters") or {} for k in (str(r["key"]) for r in rows)
+                   if k in log.rows]
+            if any(old):
+                meta = rows[-1]["meta"]
+                meta["victim_counters"] = merge_counts(*old, meta.get("victim_counters") or {})
+        log.append(rows, replace=True)  # one sample's results at a time: a kill loses at most those in flight
         bar.update(len(rows))
     bar.close()
     from robusteval.frames import export_tables
@@ -249,7 +263,7 @@ class AttackWorker:
         sample, names = unit
         victim, gold, victim_metric, st = self.victim, self.gold, self.victim_metric, self.settings
         criteria, crit = st.criteria, self.crit
-        counters0 = counters(victim_metric)
+        counters0, marks = counters(victim_metric), failure_marks(victim_metric, gold)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
         ref_text = yardstick(sample, victim_metric)
@@ -328,4 +342,8 @@ class AttackWorker:
         delta = counter_delta(counters0, counters(victim_metric))
         if delta and rows:
             rows[-1]["meta"]["victim_counters"] = delta
+        failed = failed_since(marks)[sample.id]
+        if failed:  # a fallback score may have decided any of them: a resume attacks the sample again
+            for row in rows:
+                row["meta"]["llm_failed"] = failed
         return rows

@@ -9,19 +9,8 @@ from typing import Any
 import numpy as np
 
 from robusteval.metrics.base import score_or_refuse
+from robusteval.metrics.inner import fallback_total
 from robusteval.types import Sample
-
-
-def fallback_counts(metric: Any) -> int:
-    """How many fallbacks the metric (and any metric it wraps, e.g. behind a guard) has
-    counted so far: cheap enough for every victim batch of a search."""
-    total = 0
-    seen: set[int] = set()
-    while metric is not None and id(metric) not in seen:
-        seen.add(id(metric))
-        total += sum((getattr(metric, "__dict__", {}).get("fallbacks") or {}).values())
-        metric = getattr(metric, "__dict__", {}).get("metric")
-    return total
 
 
 class CachedVictim:
@@ -73,11 +62,11 @@ class CachedVictim:
                 missing.setdefault(t, []).append(i)
         if missing:
             todo = list(missing)
-            before = fallback_counts(self.metric)
+            before = fallback_total(self.metric)
             scores = self._score_texts(sample, todo)
             # a batch in which the metric fell back (an unparseable or failed LLM answer scored
             # as a midpoint, ...) is not cached: a later query asks again instead of reusing it
-            cache = fallback_counts(self.metric) == before
+            cache = fallback_total(self.metric) == before
             self.model_calls += len(todo)
             self.batches += 1
             for t, v in zip(todo, scores, strict=True):

@@ -15,8 +15,9 @@ from typing import Any
 from robusteval.attacks.base import COUNTED_OUTCOMES, Attack, AttackResult
 from robusteval.types import Sample
 
-# meta written by the runner for the victim it ran against; not carried over
-RUN_META = ("guard", "reference_score", "reference_guarded", "victim_counters")
+# meta written by the runner for the victim it ran against; not carried over (a replayed row
+# marked llm_failed by the run it came from would otherwise be retried by every resume)
+RUN_META = ("guard", "reference_score", "reference_guarded", "victim_counters", "llm_failed")
 
 
 class ReplayAttack(Attack):

@@ -50,6 +50,9 @@ class Metric(ABC):
         self.on_empty = on_empty
         self.empty_score = float(empty_score)
         self.fallbacks: Counter[str] = Counter()
+        #: ids of the samples whose scoring fell back because their request failed, in order
+        #: (an LLM judge under ``on_llm_error="midpoint"``): see :mod:`robusteval.metrics.inner`
+        self.failed_requests: list[str] = []
 
     # -- public API ---------------------------------------------------------------------
     def score(self, samples: Sequence[Sample]) -> np.ndarray:

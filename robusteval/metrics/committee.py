@@ -55,6 +55,7 @@ import numpy as np
 
 from robusteval.errors import InputError
 from robusteval.metrics.base import Metric
+from robusteval.metrics.inner import failure_marks, fallback_counters, forget_failures
 from robusteval.metrics.registry import register_metric
 from robusteval.text import check_sample_text, is_blank
 from robusteval.types import Sample
@@ -98,29 +99,6 @@ def spread(scores: np.ndarray, kind: str = "range") -> np.ndarray:
     if kind == "mad":
         return np.median(np.abs(scores - np.median(scores, axis=0)), axis=0)
     raise ValueError(f"spread must be one of {SPREADS}, got {kind!r}")
-
-
-def fallback_counters(member: Any) -> list[Counter[str]]:
-    """The fallback counters a member's ``report()`` draws on: its own and those of the metrics it
-    wraps (any attribute that is a metric, or a list of them, recursively: a smoothed or guarded
-    member reports its inner metric's fallbacks as its own)."""
-    out: list[Counter[str]] = []
-    seen: set[int] = set()
-
-    def walk(m: Any) -> None:
-        if id(m) in seen:
-            return
-        seen.add(id(m))
-        counter = getattr(m, "fallbacks", None)
-        if isinstance(counter, Counter):
-            out.append(counter)
-        for v in vars(m).values() if hasattr(m, "__dict__") else ():
-            for inner in (v if isinstance(v, (list, tuple)) else (v,)):
-                if isinstance(inner, Metric):
-                    walk(inner)
-
-    walk(member)
-    return out
 
 
 def build_member(spec: Any) -> Any:
@@ -262,7 +240,9 @@ class Committee(Metric):
             # the calibration's fallbacks are the scale's, not the scored texts': kept apart
             counters = [fallback_counters(m) for m in self.members]
             before = [[Counter(c) for c in cs] for cs in counters]
+            marks = failure_marks(self)
             rows = self._raw(self.calibration())
+            forget_failures(marks)  # a calibration sample's failed request is not a scored sample's
             for label, cs, was in zip(self.labels, counters, before, strict=True):
                 extra: Counter[str] = Counter()
                 for counter, w in zip(cs, was, strict=True):

@@ -388,6 +388,7 @@ class LLMJudge(JudgeBase):
             raw, failed = self._parse_scores(samples, prompts)
         if failed.any() and self.on_llm_error == "midpoint":  # else the backend raised already
             self.fallbacks["llm_failed"] += int(failed.sum())  # (a NaN left here is a named error)
+            self.failed_requests.extend(samples[i].id for i in np.flatnonzero(failed))
             raw[failed] = (self.low + self.high) / 2
         return 100.0 * (raw - self.low) / (self.high - self.low)
 

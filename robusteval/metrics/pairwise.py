@@ -189,21 +189,22 @@ class PairwiseJudge(JudgeBase, PairMetric):
         return out
 
     # -- scoring ------------------------------------------------------------------------
-    def win_probs(self, samples: Sequence[Sample], order: str | None = None, failed: str = "midpoint") -> np.ndarray:
+    def win_probs(self, samples: Sequence[Sample], order: str | None = None,
+                  failed_as: str = "midpoint") -> np.ndarray:
         """P(the response beats the baseline) per sample, in [0, 1], for ``order`` (default:
         the metric's own). A sample whose request failed under ``on_llm_error="midpoint"`` is
-        0.5 as in :meth:`score`, or NaN with ``failed="nan"`` (the flip tests leave it out)."""
-        return self._win(self._checked(samples), order or self.order, failed)
+        0.5 as in :meth:`score`, or NaN with ``failed_as="nan"`` (the flip tests leave it out)."""
+        return self._win(self._checked(samples), order or self.order, failed_as)
 
     def _score(self, samples: list[Sample]) -> np.ndarray:
         require_source(samples, self.name)
         return 100.0 * self._win(samples, self.order)
 
-    def _win(self, samples: list[Sample], order: str, failed: str = "midpoint") -> np.ndarray:
+    def _win(self, samples: list[Sample], order: str, failed_as: str = "midpoint") -> np.ndarray:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         orders = ("ab", "ba") if order == "both" else (order,)
-        probs = self._order_probs(samples, orders, failed)
+        probs = self._order_probs(samples, orders, failed_as)
         return np.mean([probs[o] for o in orders], axis=0)
 
     def _order_probs(self, samples: list[Sample], orders: Sequence[str],
@@ -230,6 +231,8 @@ class PairwiseJudge(JudgeBase, PairMetric):
             first, failed = self._parse_first(prompts, ids, per_sample)
         if failed.any() and self.on_llm_error == "midpoint":  # else the backend raised already
             self.fallbacks["llm_failed"] += per_sample(failed)
+            self.failed_requests.extend(samples[i].id for i in
+                                        np.flatnonzero(failed.reshape(len(orders), k).any(axis=0)))
             first[failed] = 0.5 if failed_as == "midpoint" else np.nan
         return {o: first[j * k:(j + 1) * k] if o == "ab" else 1.0 - first[j * k:(j + 1) * k]
                 for j, o in enumerate(orders)}
@@ -317,5 +320,5 @@ def rubric_flips(metric: PairwiseJudge, samples: Sequence[Sample], alt_template:
     ``margin`` and the ids of the ``flipped`` samples."""
     samples = list(samples)
     other = metric.variant(template=alt_template)
-    return _flips(metric.win_probs(samples, failed="nan"), other.win_probs(samples, failed="nan"), samples, margin,
-                  clusters)
+    return _flips(metric.win_probs(samples, failed_as="nan"), other.win_probs(samples, failed_as="nan"),
+                  samples, margin, clusters)

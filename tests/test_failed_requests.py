@@ -1,0 +1,144 @@
+"""Per-sample attribution of failed LLM requests (``on_llm_error="midpoint"``): the judge names
+the samples that got a fallback score, a score or attack log marks exactly their rows, and a
+resume retries those rows and keeps every finished one -- a failure is never a cached result."""
+
+from __future__ import annotations
+
+import numpy as np
+from toy import LengthMetric, ScriptedLLM
+
+from robusteval import Sample, attacks
+from robusteval.attacks.runner import run_attacks
+from robusteval.attacks.victim import CachedVictim
+from robusteval.metrics.committee import Committee
+from robusteval.metrics.inner import failed_since, failure_marks, fallback_total, inner_metrics
+from robusteval.metrics.llm_judge import LLMJudge
+from robusteval.results import read_jsonl, score_summary, score_with_log, sum_counters
+
+
+class Flaky(ScriptedLLM):
+    """A backend whose requests fail (an empty answer: the backend's fallback placeholder) for
+    every prompt containing one of ``down`` (a text, or a tuple of texts that must all be in
+    it); the set can change between runs."""
+
+    def __init__(self, down: set[str], **kw) -> None:
+        super().__init__(answer=lambda p: "Score: 8", **kw)
+        self.down = down
+
+    def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=32, seed=0, **kw):
+        out = super().generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        def fails(p: str) -> bool:
+            return any(all(t in p for t in ((d,) if isinstance(d, str) else d)) for d in self.down)
+
+        return [[] if fails(p) else o for p, o in zip(prompts, out, strict=True)]
+
+
+def dlg(sid: str, response: str) -> Sample:
+    return Sample(id=sid, task="dialogue", response=response, context=("Hi!", f"How was the trip, {sid}?"))
+
+
+SAMPLES = [dlg("a", "It was lovely, thanks."), dlg("b", "Rainy but fun."), dlg("c", "Too long a drive."),
+           dlg("d", "We saw the sea.")]
+
+
+def judge(backend: Flaky) -> LLMJudge:
+    return LLMJudge(backend=backend, template="adveval-dialogue", on_llm_error="midpoint")
+
+
+def test_the_judge_names_the_samples_whose_request_failed() -> None:
+    j = judge(Flaky({"Rainy", "the sea"}))
+    marks = failure_marks(j)
+    scores = j.score(SAMPLES)
+    assert failed_since(marks) == {"b": 1, "d": 1} and j.report()["fallbacks"]["llm_failed"] == 2
+    assert scores[1] == scores[3] == 50.0 and scores[0] != 50.0  # the midpoint, for those two only
+    marks = failure_marks(j)
+    j.score(SAMPLES[:1])
+    assert failed_since(marks) == {}  # only what was recorded after the marks
+
+
+def test_a_resumed_score_log_retries_exactly_the_failed_rows(tmp_path) -> None:
+    backend = Flaky({"Rainy"})  # "b" is the last sample of the first chunk: it carries the counters
+    log = tmp_path / "scores.jsonl"
+    first = score_with_log(judge(backend), SAMPLES, log, resume=False, chunk=2)
+    rows = {r["id"]: r for r in read_jsonl(log)}
+    assert first[1] == 50.0 and rows["b"]["llm_failed"] == 1
+    assert not any("llm_failed" in rows[i] for i in "acd")
+    assert score_summary(log, "abcd")["llm_failed_rows"] == 1
+    assert sum_counters(read_jsonl(log))["fallbacks.llm_failed"] == 1
+
+    backend.down.clear()  # the server is back
+    backend.prompts.clear()
+    second = score_with_log(judge(backend), SAMPLES, log, resume=True, chunk=2)
+    assert len(backend.prompts) == 1 and "Rainy" in backend.prompts[0]  # only "b" was asked again
+    assert second[1] == first[0] and np.array_equal(np.delete(second, 1), np.delete(first, 1))
+    rows = {r["id"]: r for r in read_jsonl(log)}
+    assert "llm_failed" not in rows["b"] and len(rows) == 4
+    assert score_summary(log, "abcd")["llm_failed_rows"] == 0
+    # the counters stay the run's history: the failed request happened, and the retried row that
+    # replaced the chunk's carrier row took its counters over
+    assert sum_counters(read_jsonl(log))["fallbacks.llm_failed"] == 1
+
+    backend.prompts.clear()
+    score_with_log(judge(backend), SAMPLES, log, resume=True, chunk=2)
+    assert backend.prompts == []  # nothing left to retry
+
+
+def test_a_committee_calibration_failure_is_no_scored_sample_s() -> None:
+    """The calibration set may share ids with the scored samples: its failed requests are the
+    scale's (counted apart), not a failure of the scored sample with the same id."""
+    backend = Flaky({"calibration text 0"})
+    members = [judge(backend), judge(backend)]
+    calib = [dlg("a", f"calibration text {i}") for i in range(3)]
+    backend.answer = lambda p: f"Score: {3 + sum(map(ord, p)) % 5}"
+    committee = Committee(members, normalize="quantile", calibration=calib)
+    marks = failure_marks(committee)
+    committee.score(SAMPLES)
+    assert failed_since(marks) == {}
+    assert list(committee.report()["normalize"]["calibration_fallbacks"].values()) == [{"llm_failed": 1}] * 2
+
+
+def test_the_stack_is_walked_once_and_a_committee_member_s_fallback_blocks_the_cache() -> None:
+    backend = Flaky({"Rainy"})
+    members = [judge(backend), LengthMetric()]
+    committee = Committee(members)
+    victim = CachedVictim(committee)
+    assert [type(m).__name__ for m in inner_metrics(victim)] == ["CachedVictim", "Committee", "LLMJudge",
+                                                                  "LengthMetric"]
+    before = fallback_total(victim)
+    victim.score(SAMPLES[1], ["Rainy but fun."])
+    assert fallback_total(victim) > before  # the member's llm_failed counts
+    victim.score(SAMPLES[1], ["Rainy but fun."])
+    assert victim.cache_hits == 0  # a batch in which a member fell back is not cached
+
+
+def test_a_resumed_attack_log_attacks_again_the_samples_whose_requests_failed(tmp_path) -> None:
+    backend = Flaky({("trip, b?", "ucumber")})  # only b's adversarial text: "Cucumber" in b's dialogue
+    chosen = [attacks.load("generic-cucumber"), attacks.load("generic-hello")]
+    samples = SAMPLES[:2]
+    out = tmp_path / "results.jsonl"
+    run_attacks(samples, chosen, judge(backend), out, progress=False)
+    rows = {r["key"]: r for r in read_jsonl(out)}
+    failed = {k for k, r in rows.items() if r["meta"].get("llm_failed")}
+    assert {rows[k]["sample_id"] for k in failed} == {"b"} and len(failed) == 2  # both of b's rows
+    kept = {k: r for k, r in rows.items() if r["sample_id"] == "a"}
+    counters = sum_counters((r["meta"] for r in rows.values()), "victim_counters")
+    assert counters["fallbacks.llm_failed"] >= 1
+
+    backend.down = set()
+    backend.prompts.clear()
+    run_attacks(samples, chosen, judge(backend), out, resume=True, progress=False)
+    assert backend.prompts and all("trip, b?" in p for p in backend.prompts)  # only b was attacked again
+    rows = {r["key"]: r for r in read_jsonl(out)}
+    assert len(rows) == 4 and not any(r["meta"].get("llm_failed") for r in rows.values())
+    assert {k: r for k, r in rows.items() if r["sample_id"] == "a"} == kept
+    again = sum_counters((r["meta"] for r in rows.values()), "victim_counters")
+    assert again["fallbacks.llm_failed"] == counters["fallbacks.llm_failed"]  # history, taken over
+
+
+def test_a_replayed_row_does_not_inherit_the_source_run_s_failure_mark() -> None:
+    from robusteval.compare.replay import ReplayAttack
+
+    row = {"attack": "generic-cucumber", "family": "generic", "direction": "R-", "sample_id": "a",
+           "outcome": "attacked", "adversarial": "Cucumber", "meta": {"llm_failed": 1, "kept": True}}
+    result = ReplayAttack([row]).run(SAMPLES[0])
+    assert result.meta == {"kept": True}  # else every resume of the transfer run would retry it
