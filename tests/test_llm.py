@@ -281,3 +281,18 @@ def test_a_judges_identity_holds_what_changes_its_prompt_or_output(tmp_path, tin
     told = LocalCausalLM(str(tiny_lm), system="You are strict.", max_prompt_tokens=512)
     assert told.prompt_settings.startswith("system=") and "max_prompt_tokens=512" in told.prompt_settings
     assert backend_identity(told) != backend_identity(plain)
+
+
+@pytest.mark.parametrize(("text", "fields"), [
+    ("Rate {object} for {criterion}.", {"object", "criterion"}),
+    ("Judge by {criterion!s:>4} and {aspect}", {"criterion", "aspect"}),  # a conversion and a spec
+    ("{criterion.upper} {task_inputs[0]}", {"criterion", "task_inputs"}),
+    ("literal {{criterion}} only", set()),
+    ("no fields at all", set()),
+])
+def test_template_fields_finds_every_spelling_of_a_field(text: str, fields: set[str]) -> None:
+    """The judge's identity holds the criterion's text when its template writes it in any
+    spelling: a ``{criterion!s}`` template was read as writing none."""
+    from robusteval.metrics.llm_judge import template_fields
+
+    assert template_fields(text) == fields

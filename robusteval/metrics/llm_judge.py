@@ -40,6 +40,7 @@ import functools
 import hashlib
 import json
 import re
+import string
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -189,6 +190,16 @@ def require_source(samples: Sequence[Sample], metric: str) -> None:
     for s in samples:
         if s.task in ("summarization", "fact", "question_generation") and is_blank(s.source_text()):
             raise InputError(s.id, "context", f"{metric} needs the source text for {s.task}")
+
+
+def template_fields(text: str) -> set[str]:
+    """The names of the fields a ``str.format`` template fills (``{criterion!s:>10}`` and
+    ``{criterion.x}`` are ``criterion``; ``{{literal}}`` is none)."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(text):
+        if field:
+            names.add(re.split(r"[.\[]", field, maxsplit=1)[0])
+    return names
 
 
 class JudgeBase(Metric):
@@ -395,9 +406,10 @@ class LLMJudge(JudgeBase):
     def signature(self) -> str:
         # the criterion's text, not its name, where the template writes it: criteria_variant,
         # criteria_file and the data folder it was read from all change that prompt (a template
-        # without "{criterion}" reads none of them, and its identity does not depend on them)
+        # without a {criterion} field, in any spelling, reads none of them, and its identity
+        # does not depend on them)
         criterion = ""
-        if "{criterion}" in self.template["text"]:
+        if "criterion" in template_fields(self.template["text"]):
             digest = hashlib.sha256(self.criterion.encode("utf-8", "surrogatepass")).hexdigest()[:10]
             criterion = f"criterion={digest}|"
         return (f"backend={backend_identity(self.backend)}|template={self.template_name}|aspect={self.aspect}|"
