@@ -138,7 +138,8 @@ class Detector(ABC):
                     raise RobustevalError(f"detector {self.name} produced a non-finite suspicion "
                                           f"for sample {samples[idx[0]].id!r}")
                 row["suspicion"] = min(1.0, max(0.0, s))
-                self._memo[key] = row
+                if not row.get("llm_failed"):  # a row over a failed request is asked again next time
+                    self._memo[key] = row
                 for i in idx:
                     out[i] = dict(row)
             while len(self._memo) > self.MEMO_SIZE:

@@ -38,6 +38,7 @@ import numpy as np
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.metrics.committee import SPREAD_MAX, Committee, spread
+from robusteval.metrics.inner import failed_since, failure_marks
 from robusteval.types import Sample
 
 
@@ -72,12 +73,17 @@ class CommitteeDisagreement(Detector):
             self.threshold = committee.threshold / SPREAD_MAX[committee.spread]
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        marks = failure_marks(self.committee)
         matrix = self.committee.member_scores(samples)
+        failed = failed_since(marks)
         spr = spread(matrix, self.committee.spread)
         scale = SPREAD_MAX[self.committee.spread]
+        # a member whose request failed scored the midpoint: that spread is no verdict, so the
+        # row says so (counted as a fallback, never memoized: the next look asks again)
         return [{"suspicion": float(s) / scale, "spread": float(s),
-                 "members": dict(zip(self.committee.labels, np.round(matrix[:, j], 6).tolist(), strict=True))}
-                for j, s in enumerate(spr)]
+                 "members": dict(zip(self.committee.labels, np.round(matrix[:, j], 6).tolist(), strict=True)),
+                 **({"fallback": "llm_failed", "llm_failed": failed[x.id]} if failed[x.id] else {})}
+                for j, (s, x) in enumerate(zip(spr, samples, strict=True))]
 
     def signature(self) -> str:
         """The members and the spread (a calibrated threshold is tied to them)."""

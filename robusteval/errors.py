@@ -65,6 +65,10 @@ class RunMismatchError(RobustevalError):
     """``--resume`` was asked to continue an output folder written by a different run."""
 
 
+class FolderBusyError(RobustevalError):
+    """Another process is writing the output folder a command was pointed at."""
+
+
 class OptionError(RobustevalError, ValueError):
     """A metric, attack, detector or perturbation was given an option value it rejects
     (:func:`robusteval.registry.build`); still a ValueError, as the constructor raised."""

@@ -3,6 +3,7 @@ logged scoring loop built on them, and the provenance every result file carries.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import json
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.errors import DataFormatError, RobustevalError, RunMismatchError
+from robusteval.errors import DataFormatError, FolderBusyError, RobustevalError, RunMismatchError
 from robusteval.types import Sample
 
 FINGERPRINT_KEY = "_fingerprint"
@@ -208,6 +209,44 @@ def _lookup(d: Any, dotted: str) -> Any:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+#: the lock file a command holds in its ``--out-dir`` while it writes there (:func:`exclusive_folder`)
+FOLDER_LOCK = ".robusteval.lock"
+
+
+@contextlib.contextmanager
+def exclusive_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold ``out``'s writer lock while a command writes there, so a second process pointed at
+    the same folder (two ``--resume`` runs of one folder, a run started twice) is refused with an
+    error naming the folder instead of both appending to the same logs and training into the same
+    checkpoints. The lock is the operating system's (``filelock``; an ``flock`` on Linux and
+    macOS), so it is released when the process ends, even by ``kill -9``; the empty lock file
+    stays and is ignored. A folder this call made and nothing was written to (a command refused
+    before any work) is removed again. One process may take the lock again (nested commands)."""
+    import filelock
+
+    folder = Path(out)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(folder / FOLDER_LOCK, timeout=0, thread_local=False, is_singleton=True)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise FolderBusyError(f"{folder} is being written by another robusteval process (it holds "
+                              f"{folder / FOLDER_LOCK}): wait for it to finish, or choose another "
+                              "--out-dir") from None
+    try:
+        yield folder
+    finally:
+        try:
+            if made and [p.name for p in folder.iterdir()] == [FOLDER_LOCK]:
+                (folder / FOLDER_LOCK).unlink()
+                folder.rmdir()
+        except OSError:
+            pass  # a file appeared meanwhile: the folder is someone's output now
+        finally:
+            lock.release()
+
+
 def refuse_occupied(out: Path, resume: bool) -> None:
     """Without ``resume``, a folder that holds a run's fingerprint is refused (:func:`claim_folder`
     does this too; a command calls it first to fail before slow work that precedes the claim)."""
@@ -229,7 +268,7 @@ def claim_folder(out: Path, fingerprint: Mapping[str, Any], resume: bool) -> Non
             raise DataFormatError(path, f"corrupt run fingerprint: {exc}") from None
         check_same_run(path.parent, recorded, fingerprint)
         return
-    if resume and Path(out).is_dir() and any(Path(out).iterdir()):
+    if resume and Path(out).is_dir() and any(p.name != FOLDER_LOCK for p in Path(out).iterdir()):
         check_same_run(Path(out), None, fingerprint)  # outputs without a fingerprint: refuse
     write_json(path, canonical(fingerprint))
 

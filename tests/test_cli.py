@@ -54,6 +54,33 @@ def test_score_file_and_resume(tmp_path, capsys) -> None:
     assert summary["n"] == 6 and "rougeL" in summary["reproducibility"] and summary["missing"] == 0
 
 
+def test_a_folder_another_process_writes_is_refused_and_free_again_after(tmp_path, capsys) -> None:
+    """Two processes resuming one --out-dir would append to the same logs: the second is refused
+    with one line naming the folder, and the lock dies with the process that held it."""
+    import subprocess
+    import sys
+
+    p = _jsonl(tmp_path)
+    out = tmp_path / "out"
+    args = ["score", "--metric", "rougeL", "--input", str(p), "--columns", "response=hyp",
+            "--columns", "reference=ref", "--task", "summarization", "--out-dir", str(out)]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from robusteval.results import exclusive_folder\n"
+         f"with exclusive_folder({str(out)!r}):\n    print('held', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"{out} is being written by another robusteval process" in err and err.count("\n") == 1
+        assert not (out / "scores.jsonl").exists()  # refused before any work
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert main(args) == 0  # the holder is gone: the folder is free, and its lock file is no output
+    assert main([*args, "--resume"]) == 0
+    assert len(read_jsonl(out / "scores.jsonl")) == 6
+
+
 def test_score_errors_are_clear(tmp_path, capsys) -> None:
     p = _jsonl(tmp_path)
     rc = main(["score", "--metric", "bleu", "--input", str(p), "--columns", "response=hyp",

@@ -122,7 +122,7 @@ def test_a_resumed_attack_log_attacks_again_the_samples_whose_requests_failed(tm
     assert {rows[k]["sample_id"] for k in failed} == {"b"} and len(failed) == 2  # both of b's rows
     kept = {k: r for k, r in rows.items() if r["sample_id"] == "a"}
     counters = sum_counters((r["meta"] for r in rows.values()), "victim_counters")
-    assert counters["fallbacks.llm_failed"] >= 1
+    assert counters["fallbacks.llm_failed"] == 1  # b's one adversarial text the judge was asked about
 
     backend.down = set()
     backend.prompts.clear()
@@ -142,3 +142,52 @@ def test_a_replayed_row_does_not_inherit_the_source_run_s_failure_mark() -> None
            "outcome": "attacked", "adversarial": "Cucumber", "meta": {"llm_failed": 1, "kept": True}}
     result = ReplayAttack([row]).run(SAMPLES[0])
     assert result.meta == {"kept": True}  # else every resume of the transfer run would retry it
+
+
+class Duck:
+    """A committee member that is no Metric: anything with ``score``."""
+
+    def score(self, samples):
+        return np.array([10.0 * len(s.response.split()) for s in samples])
+
+
+def test_a_committee_whose_first_member_is_a_plain_scorer_is_still_walked() -> None:
+    committee = Committee([Duck(), judge(Flaky({"Rainy"}))])
+    marks = failure_marks(committee)
+    committee.score(SAMPLES)
+    assert failed_since(marks) == {"b": 1}
+
+
+def test_a_judge_inside_a_guard_s_committee_detector_is_walked_and_its_failure_not_memoized() -> None:
+    from robusteval.detectors.committee import CommitteeDisagreement
+
+    from robusteval import detectors
+
+    backend = Flaky({"Rainy"})
+    det = CommitteeDisagreement(members=[judge(backend), Duck()])
+    guarded = detectors.guard(LengthMetric(), [det], policy="floor")
+    marks = failure_marks(guarded)
+    guarded.score(SAMPLES)
+    assert failed_since(marks) == {"b": 1}
+    assert det.report()["fallbacks"] == {"llm_failed": 1}
+    backend.down.clear()
+    backend.prompts.clear()
+    guarded.score(SAMPLES)
+    assert len(backend.prompts) == 1 and "Rainy" in backend.prompts[0]  # only b was asked again
+
+
+def test_a_transfer_log_redoes_the_rows_whose_recorded_text_changed(tmp_path) -> None:
+    from robusteval.compare.replay import replays
+
+    chosen = [attacks.load("generic-cucumber"), attacks.load("generic-hello")]
+    base = list(run_attacks(SAMPLES[:3], chosen, LengthMetric(), tmp_path / "base.jsonl", progress=False))
+    out = tmp_path / "transfer.jsonl"
+    first = {r["key"]: r for r in run_attacks(SAMPLES[:3], replays(base), LengthMetric(delay=0.0), out,
+                                              progress=False)}
+    changed = [dict(r, adversarial="a brand new text with many more words in it")
+               if r["sample_id"] == "b" and r["attack"] == "generic-hello" else r for r in base]
+    again = {r["key"]: r for r in run_attacks(SAMPLES[:3], replays(changed), LengthMetric(delay=0.0), out,
+                                              resume=True, progress=False)}
+    redone = {k for k in again if again[k] != first[k]}
+    assert redone == {next(k for k, r in first.items() if r["sample_id"] == "b" and r["attack"] == "generic-hello")}
+    assert again[next(iter(redone))]["adversarial"] == "a brand new text with many more words in it"

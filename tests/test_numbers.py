@@ -320,6 +320,29 @@ def test_compare_folder_refuses_another_policy(tmp_path) -> None:
         claim_folder(tmp_path, fp, resume=False)
 
 
+def test_a_folder_holding_only_its_lock_file_resumes_as_a_new_run(tmp_path) -> None:
+    """A command killed before it wrote its fingerprint leaves the folder's (empty) lock file:
+    that is no earlier run's output, so --resume starts the run there."""
+    from robusteval.results import exclusive_folder
+
+    fp = run_fingerprint(command="compare", config={"budget": 60})
+    with exclusive_folder(tmp_path / "run") as folder:
+        pass
+    assert not folder.exists()  # made for a command that wrote nothing: removed again
+    folder.mkdir()
+    with exclusive_folder(folder):
+        pass
+    assert [p.name for p in folder.iterdir()] == [".robusteval.lock"]  # an existing folder keeps it
+    claim_folder(folder, fp, resume=True)
+    assert (folder / "fingerprint.json").is_file()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".robusteval.lock").write_text("")
+    (other / "scores.jsonl").write_text("")
+    with pytest.raises(RunMismatchError):  # real outputs without a fingerprint are still refused
+        claim_folder(other, fp, resume=True)
+
+
 def test_score_cli_refuses_to_relabel_another_metric(tmp_path, capsys) -> None:
     """Observation 1: `score --metric bleu` then `score --metric rougeL --resume` printed BLEU's mean."""
     from robusteval.cli.main import main

@@ -163,6 +163,14 @@ class Attack(ABC):
         self.__dict__.setdefault("_init_options", {"args": [], "kwargs": {"seed": seed}})
         self.seed = seed
 
+    def row_version(self, sample: Sample) -> str | None:
+        """What this attack's row for ``sample`` was made from beyond the run's fingerprint, or
+        None (the default: nothing). The runner stores it in the row (``meta.input_version``)
+        and a resume makes again a row whose version is not the attack's now: a transfer
+        attack replays recorded texts, and a recorded sample attacked again (its LLM request had
+        failed) has a new text to replay."""
+        return None
+
     def language_text(self, sample: Sample) -> str:
         """The text the attack rewrites, whose language decides whether it applies: the
         response (an attack that rewrites the context says so by overriding this)."""

@@ -206,23 +206,28 @@ def run_attacks(samples: Sequence[Sample], attacks: Sequence[Attack], victim_met
     total = len(samples) * len(attacks)
     # a sample whose victim or gold request failed (a midpoint fallback score) is attacked again
     retry = {str(r["sample_id"]) for r in log if (r.get("meta") or {}).get("llm_failed")}
-    done = sum(1 for s in samples for a in attacks if result_key(a.name, s.id) in log and s.id not in retry)
+
+    def finished(attack: Attack, sample: Sample) -> bool:
+        row = log.rows.get(result_key(attack.name, sample.id))
+        return (row is not None and sample.id not in retry
+                and (row.get("meta") or {}).get("input_version") == attack.row_version(sample))
+
+    done = sum(1 for s in samples for a in attacks if finished(a, s))
     bar = tqdm(total=total, initial=done, desc=f"attacking {victim.name}", unit="run",
                disable=not progress, dynamic_ncols=True)
     units = [(sample, pending) for sample in samples
-             if (pending := [a.name for a in attacks
-                             if result_key(a.name, sample.id) not in log or sample.id in retry])]
+             if (pending := [a.name for a in attacks if not finished(a, sample)])]
     settings = AttackSettings(budget=budget, criteria=criteria, fitting_ids=frozenset(fitting_ids), dataset=dataset,
                               victim_repro=victim_repro)
     for _, rows in execution.current().map(AttackWorker, [victim, gold, list(attacks), settings], "run",
                                            units, desc=f"attacking {victim.name}",
                                            label=lambda unit: f"sample {unit[0].id!r}"):
-        if rows and str(rows[0]["sample_id"]) in retry:  # the retried sample keeps the run's history
-            old = [log.rows[k]["meta"].get("victim_counters") or {} for k in (str(r["key"]) for r in rows)
-                   if k in log.rows]
-            if any(old):
-                meta = rows[-1]["meta"]
-                meta["victim_counters"] = merge_counts(*old, meta.get("victim_counters") or {})
+        # rows made again keep the run's history: the counters of the rows they replace
+        old = [log.rows[k]["meta"].get("victim_counters") or {} for k in (str(r["key"]) for r in rows)
+               if k in log.rows]
+        if any(old):
+            meta = rows[-1]["meta"]
+            meta["victim_counters"] = merge_counts(*old, meta.get("victim_counters") or {})
         log.append(rows, replace=True)  # one sample's results at a time: a kill loses at most those in flight
         bar.update(len(rows))
     bar.close()
@@ -338,6 +343,8 @@ class AttackWorker:
             r.key, r.dataset, r.victim, r.victim_repro = (result_key(attack.name, sample.id), st.dataset,
                                                            victim.name, st.victim_repro)
             r.context_id, r.criteria = context_id(sample), crit
+            if (version := attack.row_version(sample)) is not None:
+                r.meta["input_version"] = version
             rows.append(r.to_dict())
         delta = counter_delta(counters0, counters(victim_metric))
         if delta and rows:

@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(where, exc)
         return 2
     try:
-        with executing(cfg), stopping_on_sigterm():
+        with executing(cfg), stopping_on_sigterm(), owning(cfg):
             return int(cmd.run(cfg) or 0)
     except (RobustevalError, FileExistsError, ValueError) as exc:
         report_error(where, exc)
@@ -194,6 +194,20 @@ def executing(cfg: Any) -> Iterator[None]:
             yield
     finally:
         executor.shutdown()
+
+
+@contextlib.contextmanager
+def owning(cfg: Any) -> Iterator[None]:
+    """A command with an ``--out-dir`` holds that folder's writer lock while it runs
+    (:func:`robusteval.results.exclusive_folder`): a second process on the same folder is refused."""
+    out = getattr(cfg, "out_dir", None)
+    if out is None:
+        yield
+        return
+    from robusteval.results import exclusive_folder
+
+    with exclusive_folder(out):
+        yield
 
 
 def resume_hint(cfg: Any) -> str:

@@ -8,6 +8,8 @@ guard. The adaptive counterpart reruns the search attacks with the guard inside 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +19,7 @@ from robusteval.types import Sample
 
 # meta written by the runner for the victim it ran against; not carried over (a replayed row
 # marked llm_failed by the run it came from would otherwise be retried by every resume)
-RUN_META = ("guard", "reference_score", "reference_guarded", "victim_counters", "llm_failed")
+RUN_META = ("guard", "reference_score", "reference_guarded", "victim_counters", "llm_failed", "input_version")
 
 
 class ReplayAttack(Attack):
@@ -35,6 +37,19 @@ class ReplayAttack(Attack):
         self.direction = first["direction"]  # type: ignore[misc]
         self.source = f"transfer of recorded {first['attack']} results"  # type: ignore[misc]
         self.rows = {r["sample_id"]: r for r in rows}
+
+    @property
+    def init_options(self) -> dict[str, Any]:
+        """The recorded attack replayed, not its rows: each row enters its replay's row as
+        :meth:`row_version`, so a resume redoes exactly the rows whose recording changed (a base
+        sample attacked again after a failed LLM request) instead of refusing the whole run."""
+        return {"args": [], "kwargs": {"seed": self.seed, "replays": [self.name, self.family, self.direction]}}
+
+    def row_version(self, sample: Sample) -> str | None:
+        row = self.rows.get(sample.id)
+        recorded = [row.get("outcome"), row.get("adversarial")] if row else None
+        text = json.dumps(recorded, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def run(self, sample: Sample, victim: Any = None, budget: int | None = None) -> AttackResult:
         start = time.perf_counter()

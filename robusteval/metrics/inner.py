@@ -23,25 +23,39 @@ from robusteval.metrics.base import Metric
 FailureMarks = list[tuple[list[str], int]]
 
 
+#: a list attribute longer than this holds data (samples, scores), not the parts of a metric
+MAX_PARTS = 64
+
+
+def _part(value: Any) -> bool:
+    """Whether ``value`` may hold a metric: a :class:`Metric`, anything that scores (a committee
+    member given as a plain object, a cached victim) or a detector (``analyze``: a guard's
+    committee detector holds a committee of judges)."""
+    return isinstance(value, Metric) or callable(getattr(value, "score", None)) or \
+        callable(getattr(value, "analyze", None))
+
+
 def inner_metrics(metric: Any) -> list[Any]:
-    """``metric`` and every metric it wraps, each once, outermost first: attributes that are
-    :class:`Metric` objects or non-empty lists/tuples of them (a committee's members), and
-    whatever object sits under a ``metric`` attribute (a guard's, a smoothed metric's, a
-    :class:`~robusteval.attacks.victim.CachedVictim`'s), recursively."""
+    """``metric`` and everything it is made of, each once, outermost first: attributes (and
+    elements of short lists/tuples, such as a committee's members or a guard's detectors) that
+    are metrics, other scorers or detectors, recursively -- a guard's or a smoothed metric's
+    ``metric``, a :class:`~robusteval.attacks.victim.CachedVictim`'s, a committee detector's
+    ``committee``."""
     out: list[Any] = []
     seen: set[int] = set()
 
     def walk(m: Any) -> None:
-        if m is None or id(m) in seen:
+        if id(m) in seen:
             return
         seen.add(id(m))
         out.append(m)
-        for name, value in (vars(m).items() if hasattr(m, "__dict__") else ()):
+        for value in (vars(m).values() if hasattr(m, "__dict__") else ()):
             if isinstance(value, list | tuple):
-                if value and isinstance(value[0], Metric):
+                if len(value) <= MAX_PARTS:
                     for inner in value:
-                        walk(inner)
-            elif isinstance(value, Metric) or (name == "metric" and hasattr(value, "score")):
+                        if _part(inner):
+                            walk(inner)
+            elif value is not None and _part(value):
                 walk(value)
 
     walk(metric)
@@ -55,9 +69,12 @@ def fallback_counters(metric: Any) -> list[Counter[str]]:
 
 
 def fallback_total(metric: Any) -> int:
-    """How many fallbacks ``metric`` and everything it wraps have counted so far: cheap enough for
-    every victim batch of a search, which caches a batch only when this did not change."""
-    return sum(int(v) for m in inner_metrics(metric) for v in (getattr(m, "fallbacks", None) or {}).values())
+    """How many fallbacks ``metric`` and the metrics it wraps have counted so far: cheap enough
+    for every victim batch of a search, which caches a batch only when this did not change. A
+    detector's own counters (a deterministic abstention on a language it does not read) are not
+    among them; the metrics inside it (a committee detector's judges) are."""
+    return sum(int(v) for m in inner_metrics(metric) if not callable(getattr(m, "analyze", None))
+               for v in (getattr(m, "fallbacks", None) or {}).values())
 
 
 def failure_marks(*metrics: Any) -> FailureMarks:
