@@ -256,7 +256,9 @@ def evaluation_markdown(result: dict[str, Any]) -> str:
 def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None, chunk: int = 256,
                   desc: str | None = None) -> np.ndarray:
     """``detector.detect(samples)`` in chunks with a progress bar; with ``log`` (a JsonlLog keyed
-    ``key``) every finished chunk is appended and reused on resume."""
+    ``key``) every finished chunk is appended and reused on resume -- except a suspicion computed
+    over a failed LLM request (a committee detector's member scored the midpoint), which is saved
+    with ``llm_failed`` and computed again by the next resume."""
     from tqdm import tqdm
 
     sig = detector.identity()
@@ -267,22 +269,23 @@ def detect_logged(detector: Detector, samples: Sequence[Sample], log: Any = None
         return f"{detector.name}|{sig}|{s.id}|{detector.input_digest(s)}"
 
     keys = [key(s) for s in samples]
-    todo = [i for i, k in enumerate(keys) if log is None or k not in log]
+    todo = [i for i, k in enumerate(keys) if log is None or k not in log or log.rows[k].get("llm_failed")]
     parts = execution.chunks(todo, chunk)
     with tqdm(total=len(samples), initial=len(samples) - len(todo), desc=desc or detector.name, unit="text",
               dynamic_ncols=True, leave=False) as bar:
         fresh: dict[str, float] = {}
         executor = execution.current()
-        for j, (values, fallbacks) in executor.map(DetectWorker, [detector], "run",
-                                                   [[samples[i] for i in part] for part in parts],
-                                                   desc=desc or detector.name, label=execution.span):
+        for j, (values, fallbacks, failed) in executor.map(DetectWorker, [detector], "run",
+                                                           [[samples[i] for i in part] for part in parts],
+                                                           desc=desc or detector.name, label=execution.span):
             if not executor.in_process:  # a copy counted them: this detector's report() tells them
                 detector.fallbacks.update(fallbacks)
             part = parts[j]
-            rows = [{"key": keys[i], "suspicion": float(v)} for i, v in zip(part, values, strict=True)]
+            rows = [{"key": keys[i], "suspicion": float(v), **({"llm_failed": n} if n else {})}
+                    for i, v, n in zip(part, values, failed, strict=True)]
             fresh.update((r["key"], r["suspicion"]) for r in rows)
             if log is not None:
-                log.append(rows)
+                log.append(rows, replace=True)  # only rows to do are here: new, or failed before
             bar.update(len(part))
     return np.array([fresh[k] if k in fresh else log.rows[k]["suspicion"] for k in keys], dtype=float)
 
@@ -294,10 +297,12 @@ class DetectWorker:
     def __init__(self, detector: Detector) -> None:
         self.detector = detector
 
-    def run(self, part: Sequence[Sample]) -> tuple[list[float], dict[str, int]]:
-        """The chunk's suspicions and the fallbacks the detector counted on it."""
+    def run(self, part: Sequence[Sample]) -> tuple[list[float], dict[str, int], list[int]]:
+        """The chunk's suspicions, the fallbacks the detector counted on it, and per sample how
+        many of its LLM requests failed (a row that is no verdict yet)."""
         from robusteval.results import counter_delta
 
         before = dict(self.detector.fallbacks)
-        values = [float(v) for v in self.detector.detect(list(part))]
-        return values, counter_delta(before, self.detector.fallbacks)
+        rows = self.detector.analyze(list(part))
+        values = [float(r["suspicion"]) for r in rows]
+        return values, counter_delta(before, self.detector.fallbacks), [int(r.get("llm_failed") or 0) for r in rows]

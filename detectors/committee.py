@@ -32,6 +32,7 @@ threshold then becomes the default threshold). Not among the default detectors
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,6 +74,10 @@ class CommitteeDisagreement(Detector):
             self.threshold = committee.threshold / SPREAD_MAX[committee.spread]
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
+        # the judges name a failed request by sample id; an attack's candidates share one, so
+        # they are asked under ids of their own for the failures to land on the right texts
+        if len({x.id for x in samples}) < len(samples):
+            samples = [replace(x, id=f"{x.id} (text {j + 1} of {len(samples)})") for j, x in enumerate(samples)]
         marks = failure_marks(self.committee)
         matrix = self.committee.member_scores(samples)
         failed = failed_since(marks)

@@ -222,6 +222,8 @@ def exclusive_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
     macOS), so it is released when the process ends, even by ``kill -9``; the empty lock file
     stays and is ignored. A folder this call made and nothing was written to (a command refused
     before any work) is removed again. One process may take the lock again (nested commands)."""
+    import warnings
+
     import filelock
 
     folder = Path(out)
@@ -234,17 +236,31 @@ def exclusive_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
         raise FolderBusyError(f"{folder} is being written by another robusteval process (it holds "
                               f"{folder / FOLDER_LOCK}): wait for it to finish, or choose another "
                               "--out-dir") from None
+    except NotImplementedError:  # a file system without file locks (some network mounts)
+        warnings.warn(f"{folder}: this file system has no file locks, so nothing stops a second process "
+                      "from writing this folder at the same time", RuntimeWarning, stacklevel=3)
+        yield folder
+        return
     try:
         yield folder
     finally:
-        try:
-            if made and [p.name for p in folder.iterdir()] == [FOLDER_LOCK]:
-                (folder / FOLDER_LOCK).unlink()
-                folder.rmdir()
-        except OSError:
-            pass  # a file appeared meanwhile: the folder is someone's output now
-        finally:
-            lock.release()
+        # a folder made for a command that wrote nothing is removed again: while the lock is held
+        # where an open file can be deleted (so no other process takes the lock in between),
+        # after releasing it on Windows, where it cannot
+        unused = made and folder.is_dir() and [p.name for p in folder.iterdir()] == [FOLDER_LOCK]
+        if unused and os.name != "nt":
+            _remove_unused(folder)
+        lock.release()
+        if unused and os.name == "nt":
+            _remove_unused(folder)
+
+
+def _remove_unused(folder: Path) -> None:
+    try:
+        (folder / FOLDER_LOCK).unlink()
+        folder.rmdir()
+    except OSError:
+        pass  # a file appeared meanwhile, or another process holds the lock: it is theirs now
 
 
 def refuse_occupied(out: Path, resume: bool) -> None:

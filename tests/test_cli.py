@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -54,31 +57,57 @@ def test_score_file_and_resume(tmp_path, capsys) -> None:
     assert summary["n"] == 6 and "rougeL" in summary["reproducibility"] and summary["missing"] == 0
 
 
+@contextlib.contextmanager
+def held_elsewhere(folder):
+    """``folder``'s writer lock, held by another process until the block ends."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from robusteval.results import exclusive_folder\n"
+         f"with exclusive_folder({str(folder)!r}):\n    print('held', flush=True); sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
 def test_a_folder_another_process_writes_is_refused_and_free_again_after(tmp_path, capsys) -> None:
     """Two processes resuming one --out-dir would append to the same logs: the second is refused
     with one line naming the folder, and the lock dies with the process that held it."""
-    import subprocess
-    import sys
-
     p = _jsonl(tmp_path)
     out = tmp_path / "out"
     args = ["score", "--metric", "rougeL", "--input", str(p), "--columns", "response=hyp",
             "--columns", "reference=ref", "--task", "summarization", "--out-dir", str(out)]
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from robusteval.results import exclusive_folder\n"
-         f"with exclusive_folder({str(out)!r}):\n    print('held', flush=True); sys.stdin.readline()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_elsewhere(out):
         assert main(args) == 2
         err = capsys.readouterr().err
         assert f"{out} is being written by another robusteval process" in err and err.count("\n") == 1
         assert not (out / "scores.jsonl").exists()  # refused before any work
-    finally:
-        holder.communicate("\n", timeout=60)
     assert main(args) == 0  # the holder is gone: the folder is free, and its lock file is no output
     assert main([*args, "--resume"]) == 0
     assert len(read_jsonl(out / "scores.jsonl")) == 6
+
+
+def test_a_distributed_trainer_s_other_processes_do_not_take_the_folder_lock(tmp_path, monkeypatch) -> None:
+    """Lightning's DDP launcher reruns the command line in one process per extra device, with
+    LOCAL_RANK set: those work for the process holding the lock and must not be refused."""
+    from types import SimpleNamespace
+
+    from robusteval.cli.main import owning
+    from robusteval.errors import FolderBusyError
+
+    cfg = SimpleNamespace(out_dir=str(tmp_path / "out"))
+    with held_elsewhere(tmp_path / "out"):
+        with pytest.raises(FolderBusyError), owning(cfg):
+            pass
+        monkeypatch.setenv("LOCAL_RANK", "1")
+        with owning(cfg):  # rank 1 of the run that holds it
+            pass
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    made = tmp_path / "fresh"
+    with owning(SimpleNamespace(out_dir=str(made))):
+        assert (made / ".robusteval.lock").exists()
+    assert not made.exists()  # made for a run that wrote nothing: removed again
 
 
 def test_score_errors_are_clear(tmp_path, capsys) -> None:

@@ -191,3 +191,37 @@ def test_a_transfer_log_redoes_the_rows_whose_recorded_text_changed(tmp_path) ->
     redone = {k for k in again if again[k] != first[k]}
     assert redone == {next(k for k, r in first.items() if r["sample_id"] == "b" and r["attack"] == "generic-hello")}
     assert again[next(iter(redone))]["adversarial"] == "a brand new text with many more words in it"
+
+
+def test_a_committee_detector_names_the_failed_candidate_not_every_text_of_its_sample(tmp_path) -> None:
+    """An attack's candidates share their sample's id: a failure lands on the one text whose
+    request failed, which alone is counted and asked again (in memory and in a saved log)."""
+    from robusteval.detectors.calibrate import detect_logged
+    from robusteval.detectors.committee import CommitteeDisagreement
+
+    from robusteval.results import JsonlLog
+
+    backend = Flaky({"Rainy"})
+    det = CommitteeDisagreement(members=[judge(backend), Duck()])
+    texts = [SAMPLES[0].with_response(t) for t in ("Fine, thanks.", "Rainy but fun.", "Sunny and warm.")]
+    rows = det.analyze(texts)
+    assert [r.get("llm_failed") for r in rows] == [None, 1, None]
+    assert det.report()["fallbacks"] == {"llm_failed": 1}
+    assert texts[1].id == "a" and [r["members"] for r in rows]  # the caller's samples keep their ids
+
+    backend.down.clear()
+    backend.prompts.clear()
+    det.analyze(texts)
+    assert len(backend.prompts) == 1 and "Rainy" in backend.prompts[0]  # the other two were memoized
+
+    saved = tmp_path / "suspicion.jsonl"
+    backend.down.add("Rainy")
+    fresh = CommitteeDisagreement(members=[judge(backend), Duck()])
+    detect_logged(fresh, texts, JsonlLog(saved, key="key"))
+    assert [bool(r.get("llm_failed")) for r in read_jsonl(saved)] == [False, True, False]
+    backend.down.clear()
+    backend.prompts.clear()
+    again = CommitteeDisagreement(members=[judge(backend), Duck()])
+    detect_logged(again, texts, JsonlLog(saved, key="key", resume=True))
+    assert len(backend.prompts) == 1 and "Rainy" in backend.prompts[0]  # only the failed one, resumed
+    assert not any(r.get("llm_failed") for r in read_jsonl(saved))

@@ -189,6 +189,9 @@ class Evasive(Attack):
         own = dict(self.__dict__["_init_options"])
         return {"args": [], "kwargs": {**own["kwargs"], "attack": attack_identity(self.base)}}
 
+    def row_version(self, sample: Sample) -> str | None:
+        return self.base.row_version(sample)
+
     @property
     def criteria(self) -> Any:  # the runner hands its criteria to attacks that stop on them (AdvEval)
         return getattr(self.base, "criteria", None)

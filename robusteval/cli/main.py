@@ -201,7 +201,9 @@ def owning(cfg: Any) -> Iterator[None]:
     """A command with an ``--out-dir`` holds that folder's writer lock while it runs
     (:func:`robusteval.results.exclusive_folder`): a second process on the same folder is refused."""
     out = getattr(cfg, "out_dir", None)
-    if out is None:
+    # a distributed trainer's other processes (Lightning's DDP launcher reruns this command line
+    # with LOCAL_RANK/RANK set) work for the process that holds the lock: they must not take it
+    if out is None or any(os.environ.get(k, "0") not in ("", "0") for k in ("LOCAL_RANK", "RANK", "NODE_RANK")):
         yield
         return
     from robusteval.results import exclusive_folder
