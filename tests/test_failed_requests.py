@@ -4,10 +4,13 @@ resume retries those rows and keeps every finished one -- a failure is never a c
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from toy import LengthMetric, ScriptedLLM
 
 from robusteval import Sample, attacks
+from robusteval.attacks.base import Perturbation
 from robusteval.attacks.runner import run_attacks
 from robusteval.attacks.victim import CachedVictim
 from robusteval.metrics.committee import Committee
@@ -225,3 +228,53 @@ def test_a_committee_detector_names_the_failed_candidate_not_every_text_of_its_s
     detect_logged(again, texts, JsonlLog(saved, key="key", resume=True))
     assert len(backend.prompts) == 1 and "Rainy" in backend.prompts[0]  # only the failed one, resumed
     assert not any(r.get("llm_failed") for r in read_jsonl(saved))
+
+
+class PickSuffix(Perturbation):
+    """A toy universal attack: fitted, it appends the suffix the victim scored highest on the
+    fitting samples (a failed request's midpoint can win the pick)."""
+
+    name = "pick-suffix"
+    family = "universal"
+    direction = "R-"
+    needs_fit = True
+    SUFFIXES = (" alpha", " beta")
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.suffix: str | None = None
+
+    def fit(self, samples, victim) -> None:
+        means = [np.mean([victim.score(s, [s.response + x])[0] for s in samples]) for x in self.SUFFIXES]
+        self.suffix = self.SUFFIXES[int(np.argmax(means))]
+
+    def fitted_state(self) -> dict:
+        return {"suffix": self.suffix}
+
+    def load_fitted(self, state: dict) -> None:
+        self.suffix = state["suffix"]
+
+    def perturb(self, sample, rng):
+        return sample.response + self.suffix
+
+
+def test_a_trigger_fitted_over_a_failed_request_is_fitted_again_and_its_rows_made_again(tmp_path) -> None:
+    backend = Flaky({"beta"})
+    backend.answer = lambda p: "Score: 3" if "beta" in p else "Score: 4"  # healthy, beta scores lower
+    out = tmp_path / "results.jsonl"
+    samples = SAMPLES[:3]
+    run_attacks(samples, [PickSuffix()], judge(backend), out, progress=False, fit_on=samples[:2])
+    fitted = json.loads((tmp_path / "fitted.json").read_text())["pick-suffix"]
+    assert fitted["suffix"] == " beta" and fitted["llm_failed"] == 2  # the midpoint (5.5) beat alpha's 4
+    assert {r["adversarial"][-5:] for r in read_jsonl(out)} == {" beta"}
+
+    backend.down.clear()
+    run_attacks(samples, [PickSuffix()], judge(backend), out, resume=True, progress=False, fit_on=samples[:2])
+    fitted = json.loads((tmp_path / "fitted.json").read_text())["pick-suffix"]
+    assert fitted["suffix"] == " alpha" and "llm_failed" not in fitted
+    rows = read_jsonl(out)
+    assert len(rows) == 3 and {r["adversarial"][-6:] for r in rows} == {" alpha"}  # every row made again
+
+    backend.prompts.clear()
+    run_attacks(samples, [PickSuffix()], judge(backend), out, resume=True, progress=False, fit_on=samples[:2])
+    assert backend.prompts == []  # a clean fit is reused, and so is every row made with it

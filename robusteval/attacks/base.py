@@ -9,6 +9,8 @@ query it through a :class:`robusteval.attacks.victim.CachedVictim`.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import random
 import time
 from abc import ABC, abstractmethod
@@ -165,11 +167,16 @@ class Attack(ABC):
 
     def row_version(self, sample: Sample) -> str | None:
         """What this attack's row for ``sample`` was made from beyond the run's fingerprint, or
-        None (the default: nothing). The runner stores it in the row (``meta.input_version``)
-        and a resume makes again a row whose version is not the attack's now: a transfer
-        attack replays recorded texts, and a recorded sample attacked again (its LLM request had
-        failed) has a new text to replay."""
-        return None
+        None (nothing). The runner stores it in the row (``meta.input_version``) and a resume
+        makes again a row whose version is not the attack's now. An attack fitted on other
+        samples (a universal trigger) is made from its fitted state, which a resume fits again
+        when a request failed while it was fitted; a transfer attack from the recorded texts it
+        replays, which change when a recorded sample is attacked again."""
+        state = getattr(self, "fitted_state", None)
+        if not getattr(self, "needs_fit", False) or not callable(state):
+            return None
+        text = json.dumps(state(), ensure_ascii=False, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def language_text(self, sample: Sample) -> str:
         """The text the attack rewrites, whose language decides whether it applies: the

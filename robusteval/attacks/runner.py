@@ -77,17 +77,23 @@ def result_key(attack: str, sample_id: str) -> str:
 def fit_attacks(attacks: Sequence[Attack], fit_on: Sequence[Sample], victim: CachedVictim,
                 path: Path) -> dict[str, Any]:
     """Fit the attacks that need it (universal triggers) once; the fitted state is saved to
-    ``path`` and reloaded on resume, so a resumed run attacks with the same trigger."""
+    ``path`` and reloaded on resume, so a resumed run attacks with the same trigger. A state
+    fitted while a victim request failed (a midpoint fallback score steered the search) is saved
+    with ``llm_failed`` and fitted again by a resume; the rows attacked with the old state are
+    then made again (their ``meta.input_version`` is the state's digest: :meth:`Attack.row_version`)."""
     saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     for attack in attacks:
         if not getattr(attack, "needs_fit", False):
             continue
-        if attack.name in saved:
+        if attack.name in saved and not saved[attack.name].get("llm_failed"):
             attack.load_fitted(saved[attack.name])  # type: ignore[attr-defined]
             continue
+        marks = failure_marks(victim)
         attack.fit(fit_on, victim)  # type: ignore[attr-defined]
         saved[attack.name] = attack.fitted_state()  # type: ignore[attr-defined]
         saved[attack.name]["fitted_on"] = [s.id for s in fit_on]
+        if failed := sum(failed_since(marks).values()):
+            saved[attack.name]["llm_failed"] = failed
         write_json(path, saved)
     return saved
 
