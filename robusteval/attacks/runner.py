@@ -274,7 +274,9 @@ class AttackWorker:
         sample, names = unit
         victim, gold, victim_metric, st = self.victim, self.gold, self.victim_metric, self.settings
         criteria, crit = st.criteria, self.crit
-        counters0, marks = counters(victim_metric), failure_marks(victim_metric, gold)
+        # failures of the victim, the gold and any judge an attack holds (AdvEval's own)
+        counters0 = counters(victim_metric)
+        marks = failure_marks(victim_metric, gold, *(self.attacks[n] for n in names))
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
         ref_text = yardstick(sample, victim_metric)
