@@ -39,7 +39,7 @@ import numpy as np
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.metrics.committee import SPREAD_MAX, Committee, spread
-from robusteval.metrics.inner import failed_since, failure_marks
+from robusteval.metrics.inner import failed_since, failure_marks, relabel_failures
 from robusteval.types import Sample
 
 
@@ -75,12 +75,17 @@ class CommitteeDisagreement(Detector):
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         # the judges name a failed request by sample id; an attack's candidates share one, so
-        # they are asked under ids of their own for the failures to land on the right texts
-        if len({x.id for x in samples}) < len(samples):
-            samples = [replace(x, id=f"{x.id} (text {j + 1} of {len(samples)})") for j, x in enumerate(samples)]
+        # they are asked under ids of their own for the failures to land on the right texts,
+        # and the judges' records then get the sample's own id back (what a caller looks up)
+        own = {x.id: x.id for x in samples}
+        if len(own) < len(samples):
+            tagged = [replace(x, id=f"{x.id} (text {j + 1} of {len(samples)})") for j, x in enumerate(samples)]
+            own = {t.id: x.id for t, x in zip(tagged, samples, strict=True)}
+            samples = tagged
         marks = failure_marks(self.committee)
         matrix = self.committee.member_scores(samples)
         failed = failed_since(marks)
+        relabel_failures(marks, own)
         spr = spread(matrix, self.committee.spread)
         scale = SPREAD_MAX[self.committee.spread]
         # a member whose request failed scored the midpoint: that spread is no verdict, so the

@@ -207,8 +207,10 @@ def test_a_committee_detector_names_the_failed_candidate_not_every_text_of_its_s
     backend = Flaky({"Rainy"})
     det = CommitteeDisagreement(members=[judge(backend), Duck()])
     texts = [SAMPLES[0].with_response(t) for t in ("Fine, thanks.", "Rainy but fun.", "Sunny and warm.")]
+    marks = failure_marks(det)
     rows = det.analyze(texts)
     assert [r.get("llm_failed") for r in rows] == [None, 1, None]
+    assert failed_since(marks) == {"a": 1}  # recorded under the id the caller (a victim, a log) knows
     assert det.report()["fallbacks"] == {"llm_failed": 1}
     assert texts[1].id == "a" and [r["members"] for r in rows]  # the caller's samples keep their ids
 

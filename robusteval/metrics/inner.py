@@ -95,3 +95,10 @@ def forget_failures(marks: FailureMarks) -> None:
     (a committee's calibration set, whose ids may be the same as theirs)."""
     for log, n in marks:
         del log[n:]
+
+
+def relabel_failures(marks: FailureMarks, ids: dict[str, str]) -> None:
+    """Rename what was recorded after ``marks`` by ``ids`` (a stand-in id -> the caller's id):
+    work done under ids of its own (a detector's) is recorded under the ids its caller knows."""
+    for log, n in marks:
+        log[n:] = [ids.get(i, i) for i in log[n:]]
