@@ -90,10 +90,12 @@ class JsonlLog:
         """Write ``rows``; a row whose key is logged already is skipped, or with ``replace``
         written again, and then it is the key's row (readers keep a key's later row)."""
         lines = []
+        written: set[str] = set()
         for row in rows:
             k = str(row[self.key])
-            if k in self.rows and not replace:
+            if (k in self.rows and not replace) or k in written:
                 continue
+            written.add(k)
             self.rows[k] = dict(row)
             lines.append(json.dumps(row, ensure_ascii=False, default=_jsonable) + "\n")
         if lines:

@@ -280,3 +280,38 @@ def test_a_trigger_fitted_over_a_failed_request_is_fitted_again_and_its_rows_mad
     backend.prompts.clear()
     run_attacks(samples, [PickSuffix()], judge(backend), out, resume=True, progress=False, fit_on=samples[:2])
     assert backend.prompts == []  # a clean fit is reused, and so is every row made with it
+
+
+def test_a_refit_that_picks_the_same_constant_keeps_the_rows(tmp_path) -> None:
+    """The rows' version is what the fit applies, not its search history: a fit done again after
+    a failed request has other scores in its history, and the same null response attacks the same."""
+    from robusteval.attacks.judge import NullModel
+
+    responses = ("Good answer here.", "Bad.")
+    backend = Flaky({"Bad."})  # Bad's request fails: its midpoint still loses to Good's 90 of 100
+    backend.answer = lambda p: "Score: 30" if "Bad." in p else "Score: 90"
+    out = tmp_path / "results.jsonl"
+    samples = SAMPLES[:3]
+    run_attacks(samples, [NullModel(responses=responses)], judge(backend), out, progress=False, fit_on=samples[:2])
+    first = json.loads((tmp_path / "fitted.json").read_text())["null-model"]
+    rows = {r["key"]: r for r in read_jsonl(out)}
+    assert first["llm_failed"] == 2 and len(rows) == 3 and first["response"] == "Good answer here."
+
+    backend.down.clear()
+    run_attacks(samples, [NullModel(responses=responses)], judge(backend), out, resume=True, progress=False,
+                fit_on=samples[:2])
+    again = json.loads((tmp_path / "fitted.json").read_text())["null-model"]
+    assert "llm_failed" not in again and again["history"] != first["history"]  # fitted again, other scores
+    assert {r["key"]: r for r in read_jsonl(out)} == rows  # the same constant: not one row made again
+
+
+def test_a_second_fit_of_one_universal_attack_starts_its_history_afresh() -> None:
+    from robusteval import Sample as S
+    from robusteval.attacks.universal import GATrigger
+
+    ga = GATrigger(preset="fast", rounds=1, generations=1, pop_size=4)
+    fit_on = [S(id="x", task="summarization", response="r", reference="ref one")]
+    ga.fit(fit_on, CachedVictim(LengthMetric()))
+    once = list(ga.history)
+    ga.fit(fit_on, CachedVictim(LengthMetric()))
+    assert len(ga.history) == len(once) == 1  # harden rounds fit one attack object in several folders

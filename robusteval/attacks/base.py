@@ -175,7 +175,12 @@ class Attack(ABC):
         state = getattr(self, "fitted_state", None)
         if not getattr(self, "needs_fit", False) or not callable(state):
             return None
-        text = json.dumps(state(), ensure_ascii=False, sort_keys=True, default=str)
+        from robusteval.results import canonical
+
+        # what is applied, not how the search got there: a fit done again after a failed request
+        # has other scores in its history, and the same trigger attacks the same way
+        applied = {k: v for k, v in state().items() if k != "history"}
+        text = json.dumps(canonical(applied), ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def language_text(self, sample: Sample) -> str:

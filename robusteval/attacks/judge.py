@@ -230,6 +230,7 @@ class UniversalPhrase(OtherResponses, _Fitted):
         if not starts or not vocab:
             raise ValueError(f"{self.name} needs fitting samples with other responses and a vocabulary")
         phrase: list[str] = []
+        self.history = []  # this fit's steps (a second fit of the same object starts afresh)
         for step in range(self.length):
             cands = [" ".join([*phrase, w]) for w in vocab]
             means = np.mean([victim.score(s, [f"{t} {c}" for c in cands]) for s, t in starts], axis=0)

@@ -163,6 +163,7 @@ class GATrigger(_Universal):
             return float(mean_scores([trigger], group)[0])
 
         best = "."
+        self.history = []  # this fit's rounds (a second fit of the same object starts afresh)
         for rnd in range(self.rounds):
             group = list(fitting)
 

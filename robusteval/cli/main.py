@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(where, exc)
         return 2
     try:
-        with executing(cfg), stopping_on_sigterm(), owning(cfg):
+        with owning(cfg), executing(cfg), stopping_on_sigterm():  # refused before a Ray cluster starts
             return int(cmd.run(cfg) or 0)
     except (RobustevalError, FileExistsError, ValueError) as exc:
         report_error(where, exc)
