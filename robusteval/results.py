@@ -131,6 +131,25 @@ def read_jsonl(path: str | os.PathLike[str], dedupe: bool = True) -> list[dict[s
     return list(latest.values())
 
 
+def failed_rows(folder: str | os.PathLike[str]) -> dict[str, int]:
+    """Per result file under ``folder`` (its path relative to the folder), how many of its rows
+    rest on a failed LLM request scored at the midpoint (``llm_failed`` in a score or suspicion
+    row, ``meta.llm_failed`` in an attack row, a fitted state in ``fitted.json``): what a
+    ``--resume`` asks again for. Files without such rows are left out."""
+    root = Path(folder)
+    out: dict[str, int] = {}
+    for p in sorted(root.rglob("*.jsonl")):
+        n = sum(1 for r in read_jsonl(p) if r.get("llm_failed") or (r.get("meta") or {}).get("llm_failed"))
+        if n:
+            out[p.relative_to(root).as_posix()] = n
+    for p in sorted(root.rglob("fitted.json")):
+        states = read_json(p, "a fitted state file")
+        n = sum(1 for state in states.values() if isinstance(state, dict) and state.get("llm_failed"))
+        if n:
+            out[p.relative_to(root).as_posix()] = n
+    return out
+
+
 def read_json(path: str | os.PathLike[str], missing: str) -> Any:
     """A JSON file's content; a missing file or invalid JSON is a DataFormatError naming the
     file (``missing`` says how to make one) and the line."""

@@ -315,3 +315,26 @@ def test_a_second_fit_of_one_universal_attack_starts_its_history_afresh() -> Non
     once = list(ga.history)
     ga.fit(fit_on, CachedVictim(LengthMetric()))
     assert len(ga.history) == len(once) == 1  # harden rounds fit one attack object in several folders
+
+
+def test_a_comparison_names_every_result_file_with_rows_on_a_failed_request(tmp_path) -> None:
+    """compare's report, its HTML and the command's output list the files whose rows rest on a
+    failed request, so a midpoint fallback is never silent in the headline."""
+    from robusteval.compare.report_html import warnings
+    from robusteval.compare.report_md import failure_warnings
+    from robusteval.results import failed_rows
+
+    backend = Flaky({"Rainy"})
+    score_with_log(judge(backend), SAMPLES, tmp_path / "suite" / "scores" / "judge.jsonl", resume=False, chunk=2)
+    run_attacks(SAMPLES[:2], [attacks.load("generic-hello")], judge(Flaky({("trip, b?", "ello")})),
+                tmp_path / "suite" / "plain" / "results.jsonl", progress=False)
+    (tmp_path / "suite" / "plain" / "fitted.json").write_text(json.dumps({"ga-trigger": {"llm_failed": 3},
+                                                                           "null-model": {"response": "x"}}))
+    (tmp_path / "clean.jsonl").write_text('{"key": "k", "suspicion": 0.1}\n')
+    found = failed_rows(tmp_path)
+    assert found == {"suite/plain/fitted.json": 1, "suite/plain/results.jsonl": 1, "suite/scores/judge.jsonl": 1}
+    report = {"llm_failed": found}
+    lines = failure_warnings(report)
+    assert len(lines) == 3 and lines[0].startswith("suite/plain/results.jsonl: 1 row(s) made with a failed LLM")
+    assert lines[2].startswith("suite/plain/fitted.json: 1 fitted state(s) made with a failed LLM")
+    assert 'data-callout="llm-failed"' in warnings(report) and warnings({}) == ""

@@ -24,7 +24,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "compare" / "quic
 
 def _run(cfg: CompareCommand, command: str) -> int:
     from robusteval.compare import compare
-    from robusteval.compare.report_md import HEADLINE, headline_rows, table
+    from robusteval.compare.report_md import HEADLINE, failure_warnings, headline_rows, table
 
     assert cfg.out_dir is not None  # validated
     out = Path(cfg.out_dir)
@@ -38,6 +38,8 @@ def _run(cfg: CompareCommand, command: str) -> int:
     report = compare(cfg.comparison(), out, resume=cfg.resume, tolerance=tol)
     print()
     print("\n".join(table(HEADLINE, headline_rows(report, tol))))
+    for line in failure_warnings(report):
+        print(f"warning: {line}")
     print(f"\n{command} finished in {time.perf_counter() - start:.0f} s")
     print(f"report: {out / 'report.html'}  (also {out / 'report.md'}, {out / 'report.json'})")
     return 0

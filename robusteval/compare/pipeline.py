@@ -717,7 +717,13 @@ def run_compare(cfg: CompareConfig, out_dir: str | Path, resume: bool = False,
                               "attacks": suite.attacks, "adaptive": adaptive,
                               "correlation_sets": {k: len(v) for k, v in sd.correlation.items()},
                               "victims": victims, **({"phrase_transfer": phrase} if phrase else {})}
+    # rows that rest on a failed LLM request (a judge under on_llm_error: midpoint): the report
+    # names them, and a resume asks again for exactly those
+    from robusteval.results import failed_rows
+
+    failed = failed_rows(out)
     # "split": what the train / val / test split keeps together (runs split otherwise do not pair)
     return _rounded({"schema": "robusteval.compare/2", "name": cfg.name, "seed": cfg.seed, "budget": cfg.budget,
                      "criteria": cfg.criteria.describe(), "split": SPLIT_SCHEME,
-                     "variants": list(VARIANTS), "guard": guard, "suites": suites})
+                     "variants": list(VARIANTS), "guard": guard, "suites": suites,
+                     **({"llm_failed": failed} if failed else {})})

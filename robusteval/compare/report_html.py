@@ -22,6 +22,7 @@ from robusteval.compare.report_md import (
     certified_rows,
     correlation_rows,
     detector_warnings,
+    failure_warnings,
     family_sections,
     flagged_rows,
     flip_rows,
@@ -141,11 +142,16 @@ def tradeoff_points(victims: list[VictimStory]) -> list[dict[str, Any]]:
 
 
 def warnings(report: dict[str, Any]) -> str:
+    out = ""
     warn = detector_warnings(report)
-    if not warn:
-        return ""
-    return ('<div class="callout" data-callout="inverted-detectors"><b>Detectors that rank attacked text below '
-            "clean text</b><ul>" + "".join(f"<li>{esc(w)}</li>" for w in warn) + "</ul></div>")
+    if warn:
+        out += ('<div class="callout" data-callout="inverted-detectors"><b>Detectors that rank attacked text below '
+                "clean text</b><ul>" + "".join(f"<li>{esc(w)}</li>" for w in warn) + "</ul></div>")
+    failed = failure_warnings(report)
+    if failed:
+        out += ('<div class="callout" data-callout="llm-failed"><b>Results that rest on a failed LLM request</b><ul>'
+                + "".join(f"<li>{esc(w)}</li>" for w in failed) + "</ul></div>")
+    return out
 
 
 def render(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:

@@ -87,6 +87,14 @@ def detector_warnings(report: dict[str, Any]) -> list[str]:
             for w in inverted_detectors(report)]
 
 
+def failure_warnings(report: dict[str, Any]) -> list[str]:
+    """One line per result file with rows that rest on a failed LLM request (``llm_failed``)."""
+    return [f"{path}: {n} {'fitted state(s)' if path.endswith('.json') else 'row(s)'} made with a failed LLM "
+            "request scored at the midpoint (on_llm_error: midpoint); rerun with --resume to ask again for "
+            "exactly these"
+            for path, n in (report.get("llm_failed") or {}).items()]
+
+
 def attacked_label(suite: dict[str, Any]) -> str:
     """``"40 attacked test responses from 17 conversations"``, or ``"17 attacked test contexts"``
     where each response has a conversation of its own (best-per-context) or a report made
@@ -379,6 +387,9 @@ def markdown(report: dict[str, Any], tol: Tolerance = DEFAULT_TOLERANCE) -> str:
     warn = detector_warnings(report)
     if warn:
         lines += ["**Detectors that rank attacked text below clean text:**", "", *(f"- {w}" for w in warn), ""]
+    failed = failure_warnings(report)
+    if failed:
+        lines += ["**Results that rest on a failed LLM request:**", "", *(f"- {w}" for w in failed), ""]
     for sname, suite in report["suites"].items():
         lines += [f"## Suite {sname} ({suite['dataset']}, {attacked_label(suite)})", ""]
         for vname, victim in suite["victims"].items():
