@@ -136,15 +136,27 @@ def failed_rows(folder: str | os.PathLike[str]) -> dict[str, int]:
     rest on a failed LLM request scored at the midpoint (``llm_failed`` in a score or suspicion
     row, ``meta.llm_failed`` in an attack row, a fitted state in ``fitted.json``): what a
     ``--resume`` asks again for. Files without such rows are left out."""
+    def marked(row: Any) -> bool:
+        meta = row.get("meta") if isinstance(row, dict) else None
+        return isinstance(row, dict) and bool(row.get("llm_failed") or (isinstance(meta, dict)
+                                                                      and meta.get("llm_failed")))
+
     root = Path(folder)
     out: dict[str, int] = {}
     for p in sorted(root.rglob("*.jsonl")):
-        n = sum(1 for r in read_jsonl(p) if r.get("llm_failed") or (r.get("meta") or {}).get("llm_failed"))
+        try:
+            n = sum(map(marked, read_jsonl(p)))
+        except DataFormatError:
+            continue  # not a result file of ours: its own reader names what is wrong with it
         if n:
             out[p.relative_to(root).as_posix()] = n
     for p in sorted(root.rglob("fitted.json")):
-        states = read_json(p, "a fitted state file")
-        n = sum(1 for state in states.values() if isinstance(state, dict) and state.get("llm_failed"))
+        try:
+            states = read_json(p, "a fitted state file")
+        except DataFormatError:
+            continue
+        n = sum(1 for state in (states.values() if isinstance(states, dict) else ())
+                if isinstance(state, dict) and state.get("llm_failed"))
         if n:
             out[p.relative_to(root).as_posix()] = n
     return out

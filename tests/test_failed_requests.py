@@ -331,6 +331,7 @@ def test_a_comparison_names_every_result_file_with_rows_on_a_failed_request(tmp_
     (tmp_path / "suite" / "plain" / "fitted.json").write_text(json.dumps({"ga-trigger": {"llm_failed": 3},
                                                                            "null-model": {"response": "x"}}))
     (tmp_path / "clean.jsonl").write_text('{"key": "k", "suspicion": 0.1}\n')
+    (tmp_path / "other.jsonl").write_text('[1, 2]\n{"meta": "text"}\nnot json\n{"x": 1}\n')  # not ours: no crash
     found = failed_rows(tmp_path)
     assert found == {"suite/plain/fitted.json": 1, "suite/plain/results.jsonl": 1, "suite/scores/judge.jsonl": 1}
     report = {"llm_failed": found}
