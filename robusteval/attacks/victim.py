@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from robusteval.metrics.base import score_or_refuse
-from robusteval.metrics.inner import fallback_total
+from robusteval.metrics.inner import fallback_total, inner_metrics
 from robusteval.types import Sample
 
 
@@ -27,6 +27,15 @@ class CachedVictim:
         self.model_calls = 0  # texts actually scored by the metric
         self.cache_hits = 0
         self.batches = 0
+        self._parts: list[Any] | None = None  # what the metric is made of (metrics.inner)
+
+    def _fallbacks(self) -> int:
+        """:func:`fallback_total` of the metric. Its parts are walked again until a batch has
+        been scored (a part built at the first scoring counts), then kept: the walk costs far
+        more than the sum, and it is asked before and after every batch."""
+        if self._parts is None or self.batches == 0:
+            self._parts = inner_metrics(self.metric)
+        return fallback_total(self.metric, self._parts)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Sent to another process (an executor's worker) as its metric -- or the recipe that
@@ -62,11 +71,11 @@ class CachedVictim:
                 missing.setdefault(t, []).append(i)
         if missing:
             todo = list(missing)
-            before = fallback_total(self.metric)
+            before = self._fallbacks()
             scores = self._score_texts(sample, todo)
             # a batch in which the metric fell back (an unparseable or failed LLM answer scored
             # as a midpoint, ...) is not cached: a later query asks again instead of reusing it
-            cache = fallback_total(self.metric) == before
+            cache = self._fallbacks() == before
             self.model_calls += len(todo)
             self.batches += 1
             for t, v in zip(todo, scores, strict=True):

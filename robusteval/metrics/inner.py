@@ -68,12 +68,15 @@ def fallback_counters(metric: Any) -> list[Counter[str]]:
     return [c for m in inner_metrics(metric) if isinstance(c := getattr(m, "fallbacks", None), Counter)]
 
 
-def fallback_total(metric: Any) -> int:
-    """How many fallbacks ``metric`` and the metrics it wraps have counted so far: cheap enough
-    for every victim batch of a search, which caches a batch only when this did not change. A
-    detector's own counters (a deterministic abstention on a language it does not read) are not
-    among them; the metrics inside it (a committee detector's judges) are."""
-    return sum(int(v) for m in inner_metrics(metric) if not callable(getattr(m, "analyze", None))
+def fallback_total(metric: Any, parts: list[Any] | None = None) -> int:
+    """How many fallbacks ``metric`` and the metrics it wraps have counted so far: a victim
+    batch of a search is cached only when this did not change. A detector's own counters (a
+    deterministic abstention on a language it does not read) are not among them; the metrics
+    inside it (a committee detector's judges) are. ``parts``: ``inner_metrics(metric)`` walked
+    once already (the walk costs far more than the sum, and a search asks before and after every
+    batch)."""
+    return sum(int(v) for m in (inner_metrics(metric) if parts is None else parts)
+               if not callable(getattr(m, "analyze", None))
                for v in (getattr(m, "fallbacks", None) or {}).values())
 
 
