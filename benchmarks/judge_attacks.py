@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from robusteval.training.data import SPLIT_SCHEME, split_of
+from robusteval.training.data import SPLIT_SCHEME, same_split, split_of
 
 from robusteval import attacks, data, metrics
 from robusteval.asr import asr_table
@@ -326,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
 def refuse_other_split(path: Path, args: argparse.Namespace) -> None:
     """Runs of parts of the benchmark add to one summary.json, so they must pick their contexts
     alike: the same ``--split`` (first contexts, or a split's test contexts) and, for ``test``, the
-    same split scheme (:data:`SPLIT_SCHEME`). A summary that records no scheme was written by code
+    same split scheme (:data:`SPLIT_SCHEME`, or one that splits its datasets alike:
+    :func:`same_split`). A summary that records no scheme was written by code
     before 5807d5b, whose scheme is unknown here (exact context before 47adb2f, conversation after).
     Refused before any work, rather than mixed."""
     if not path.is_file():
@@ -339,7 +340,7 @@ def refuse_other_split(path: Path, args: argparse.Namespace) -> None:
     if args.split != "test":
         return
     scheme = old.get("split_scheme")
-    if scheme != SPLIT_SCHEME:
+    if not same_split(scheme, getattr(args, "datasets", None) or []):
         said = repr(scheme) if scheme else "a scheme it did not record (code before 5807d5b)"
         raise SystemExit(f"{path} holds results of test contexts split by {said}; this code splits by "
                          f"{SPLIT_SCHEME!r}: the two do not add up. Use another --out-dir.")

@@ -271,10 +271,17 @@ def test_judge_attacks_refuses_to_add_to_a_summary_of_another_split(tmp_path) ->
     with pytest.raises(SystemExit, match="--split test; this run is --split first"):
         ja.refuse_other_split(path, argparse.Namespace(split="first"))  # other contexts altogether
     path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "context"}), encoding="utf-8")
-    with pytest.raises(SystemExit, match="split by 'context'; this code splits by 'conversation'"):
+    with pytest.raises(SystemExit, match="split by 'context'; this code splits by 'conversation/file-name'"):
         ja.refuse_other_split(path, test_args)
-    path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "conversation"}), encoding="utf-8")
+    path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "conversation/file-name"}),
+                    encoding="utf-8")
     ja.refuse_other_split(path, test_args)  # the same split: parts add up
+    # "conversation" (before 2026-11-28) hashed a dataset as written: the same for registered
+    # names, another split for a file given as a path
+    path.write_text(json.dumps({"args": {"split": "test"}, "split_scheme": "conversation"}), encoding="utf-8")
+    ja.refuse_other_split(path, argparse.Namespace(split="test", datasets=["dailydialog-zhao", "summeval"]))
+    with pytest.raises(SystemExit, match="split by 'conversation'"):
+        ja.refuse_other_split(path, argparse.Namespace(split="test", datasets=["data/mine.jsonl"]))
     path.write_text(json.dumps({"args": {"split": "first"}}), encoding="utf-8")
     ja.refuse_other_split(path, argparse.Namespace(split="first"))
     with pytest.raises(SystemExit, match="--split first; this run is --split test"):

@@ -458,7 +458,7 @@ def test_the_suite_heading_counts_responses_and_conversations_apart() -> None:
 def test_report_has_every_variant_family_and_section(compared) -> None:
     out, report, _ = compared
     assert report["schema"] == "robusteval.compare/2"
-    assert report["split"] == "conversation" and "whole conversations together" in (out / "report.md").read_text()
+    assert report["split"] == "conversation/file-name" and "whole conversations together" in (out / "report.md").read_text()
     assert {p.name for p in out.iterdir()} >= {"report.json", "report.md", "report.html", "guard"}
     dlg = report["suites"]["dialogue"]
     learned, rouge = dlg["victims"]["tiny evaluator"], dlg["victims"]["rougeL"]

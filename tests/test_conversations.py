@@ -207,3 +207,26 @@ def test_a_frames_missing_ids_and_a_context_column_named_conversation(tmp_path) 
     rows = data.load(str(path), columns={"context": "conversation"}, task="dialogue")
     assert [s.context for s in rows] == [("Salut", "Ça va ?"), ("Salut",)]
     assert [s.conversation_key() for s in rows] == ["Salut", "Salut"]  # the mapped column is no id: chains join
+
+
+def test_a_files_split_does_not_depend_on_where_it_lies() -> None:
+    """A dataset given as a path splits by its file name alone: the same user file in two
+    folders (a copy, a temporary directory per test run) gives one split, and a registered name
+    keeps its own salt. Before, the whole path was hashed, and a six-context file left test
+    empty in some pytest temporary folders and not in others (a CI-only failure)."""
+    from robusteval.training.data import split_salt
+
+    rows = [Sample(id=f"{lang}-{i}", task="dialogue", response=r, context=(c,)) for i, (lang, c, r) in enumerate(
+        [("en", "Hi, how was your trip?", "Great."), ("zh", "你好，周末过得怎么样？", "很好。"),
+         ("ar", "مرحبا، كيف حالك؟", "بخير."), ("hi", "आप कहाँ जा रहे हैं?", "बाज़ार।"),
+         ("ru", "Что ты читаешь?", "Роман."), ("fr", "Tu viens ce soir ?", "Oui.")])]
+    places = ["user.jsonl", "data/user.jsonl", "/tmp/pytest-of-root/pytest-131/e2e0/user.jsonl",
+              "/tmp/pytest-of-root/pytest-132/e2e0/user.jsonl", "C:\\Users\\me\\user.jsonl", "data/user.jsonl/"]
+    assert {split_salt(p) for p in places} == {"user.jsonl"}
+    assert split_salt("dailydialog-zhao") == "dailydialog-zhao"
+    for seed in range(5):
+        splits = {tuple(split_of(p, s, 0.1, 0.5, seed) for s in rows) for p in places}
+        assert len(splits) == 1, seed
+    # another file name is another salt: at least one context lands elsewhere for some seed
+    assert any(split_of("user.jsonl", s, 0.1, 0.5, seed) != split_of("other.jsonl", s, 0.1, 0.5, seed)
+               for seed in range(5) for s in rows)

@@ -122,6 +122,7 @@ def test_the_report_says_how_its_data_was_split() -> None:
     assert "records no split scheme" in markdown(report)  # reports before the conversation split
     assert "whole conversations together" in markdown({**report, "split": "conversation"})
     assert "records no split scheme" not in markdown({**report, "split": "conversation"})
+    assert "keep whole conversations together" in markdown({**report, "split": "conversation/file-name"})
 
 
 def test_headline_table_keeps_the_directions_apart() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,12 @@ from robusteval.errors import DataFormatError, RobustevalError
 from robusteval.types import Sample
 
 SPLITS = ("train", "val", "test")
-# what split_of hashes: "conversation" since 2026-11-26 (before it, the exact context); recorded
-# in harden.json so runs split one way are never paired with runs split the other
-SPLIT_SCHEME = "conversation"
+# what split_of hashes: "conversation" since 2026-11-26 (before it, the exact context); a
+# dataset given as a path by its file name alone since 2026-11-28 (before it, the whole path as
+# written: a user's file split one way in one folder and another way in the next). Recorded in
+# harden.json and in compare's and harden's run fingerprints, so runs split one way are never
+# paired with, or resumed as, runs split the other
+SPLIT_SCHEME = "conversation/file-name"
 
 
 @dataclass
@@ -85,10 +89,26 @@ def normalized(sample: Sample, aspect: str) -> float | None:
     return min(1.0, max(0.0, (float(sample.human[aspect]) - low) / (high - low)))
 
 
+def split_salt(dataset: str) -> str:
+    """What :func:`split_of` hashes for ``dataset``: a registered name as it is; a file or folder
+    given as a path by its last component alone, so a user's file splits the same wherever it
+    lies (``data/mine.jsonl``, ``/tmp/x/mine.jsonl`` and ``mine.jsonl`` are one split)."""
+    text = str(dataset).replace("\\", "/").rstrip("/")
+    return text.rsplit("/", 1)[-1] or text
+
+
+def same_split(scheme: str | None, datasets: Sequence[str]) -> bool:
+    """Whether contexts split under a recorded ``scheme`` lie where :func:`split_of` puts them
+    now, for every one of ``datasets``: "conversation" (before 2026-11-28) hashed a dataset as
+    written, which is what it still hashes for a registered name (no path in it)."""
+    return scheme == SPLIT_SCHEME or (scheme == "conversation" and all(split_salt(d) == str(d) for d in datasets))
+
+
 def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
     """The split of ``sample``'s conversation (:meth:`Sample.conversation_key`: its context,
-    unless the dataset rates several turns of one dialogue), from a hash of seed, dataset and key."""
-    h = hashlib.sha256(f"{seed}|{dataset}|{sample.conversation_key()}".encode()).digest()
+    unless the dataset rates several turns of one dialogue), from a hash of seed, dataset
+    (:func:`split_salt`: a path by its file name) and key."""
+    h = hashlib.sha256(f"{seed}|{split_salt(dataset)}|{sample.conversation_key()}".encode()).digest()
     u = int.from_bytes(h[:8], "big") / 2**64
     return "test" if u < test_fraction else "val" if u < test_fraction + val_fraction else "train"
 

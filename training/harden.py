@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from robusteval.training.data import check_splits, read_digest
+from robusteval.training.data import SPLIT_SCHEME, check_splits, read_digest
 from robusteval.training.rounds import RoundsSpec, adversarial_rounds, load_victim, round_settings, train_base
 
 from robusteval.asr import summarize
@@ -125,7 +125,7 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
     # the data folder the run reads, resolved ($ROBUSTEVAL_DATA included), and every dataset it
     # trains or tests on, ratings too: a resume against another folder, or after a rating
     # changed, would reuse models trained on the old data
-    claim_folder(out, run_fingerprint(command="harden", config=cfg,
+    claim_folder(out, run_fingerprint(command="harden", config=cfg, split=SPLIT_SCHEME,
                                       data_dir=fingerprint_data_dir(data_args.get("data_dir")),
                                       samples=samples_digest(samples),
                                       training_data=read_digest(data_args, cfg.get("pretrain"))), resume)
@@ -144,8 +144,6 @@ def harden(cfg: dict[str, Any], out_dir: str | Path, resume: bool = False,
         rows = list(log)
         write_json(out / f"test_round_{r['round']}" / "summary.json", {"dataset": dataset, "attacks": summarize(rows)})
         r["test_asr"] = asr_by_family(rows)
-    from robusteval.training.data import SPLIT_SCHEME
-
     state = {"module": kind, "split": SPLIT_SCHEME, "rounds": records, "chosen": result["chosen"]["round"],
              "held_out_families": sorted(held_out), "train_attacks": sorted(a.name for a in train_attacks),
              "config": cfg}

@@ -323,7 +323,8 @@ def split_sentence(report: dict[str, Any]) -> str:
         return (" This report records no split scheme: its code predates 5807d5b. Code before 47adb2f "
                 "(2026-11-26) split train / val / test by exact dialogue context (a held-out turn could sit "
                 "in a train window), later code by conversation; `provenance.git_commit` says which.")
-    return (f" Train / validation / test splits and every interval's resampling keep whole {scheme}s together.")
+    kept = str(scheme).split("/")[0]  # "conversation/file-name": conversations, a file salted by its name
+    return (f" Train / validation / test splits and every interval's resampling keep whole {kept}s together.")
 
 
 def rule(tol: Tolerance = DEFAULT_TOLERANCE) -> str:
