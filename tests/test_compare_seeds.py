@@ -159,3 +159,18 @@ def test_a_model_seed_other_than_the_runs_is_refused() -> None:
     assert model_seeded(TrainSpec(model={"seed": 2}), Cfg())["seed"] == 2  # type: ignore[arg-type]
     with pytest.raises(RobustevalError, match="top-level seed"):
         model_seeded(TrainSpec(model={"seed": 0}), Cfg())  # type: ignore[arg-type]
+
+
+def test_a_seed_folder_another_process_writes_is_refused(tmp_path: Path, capsys) -> None:
+    """A --seeds run locks each seed's folder as it runs it, besides its own: a single-seed run
+    of ``<out>/seed-0`` (what the refusal of a single run in a --seeds folder advises) and the
+    --seeds run must not append to one folder's logs at the same time."""
+    from test_cli import held_elsewhere
+
+    path = _dot_trigger_config(tmp_path, "s", test_fraction=0.5)
+    out = tmp_path / "run"
+    with held_elsewhere(out / "seed-0"):  # --resume: the holder's folder is there already
+        assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'seed-0'} is being written by another robusteval process" in err
+    assert not (out / "seed-0" / "fingerprint.json").exists() and not (out / "seed-1").exists()

@@ -51,7 +51,7 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
     from robusteval.compare import compare
     from robusteval.compare.pipeline import check_seed_splits
     from robusteval.compare.seeds import across_seeds, markdown
-    from robusteval.results import provenance, write_json
+    from robusteval.results import exclusive_folder, provenance, write_json
 
     assert cfg.seeds
     if (out / "fingerprint.json").is_file():
@@ -64,7 +64,10 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
     reports = {}
     for k in cfg.seeds:
         print(f"== seed {k}: {out / f'seed-{k}'}")
-        reports[k] = compare(cfg.comparison(seed=k), out / f"seed-{k}", resume=cfg.resume, tolerance=tol)
+        # each seed's folder under its own lock too: a single-seed run of it (--out-dir <out>/seed-<k>,
+        # as the refusal above advises) must not write it while this run does
+        with exclusive_folder(out / f"seed-{k}"):
+            reports[k] = compare(cfg.comparison(seed=k), out / f"seed-{k}", resume=cfg.resume, tolerance=tol)
     rows = across_seeds(reports)
     recorded = {k: v for k, v in cfg.raw.items() if k != "seed"}  # each seed's own is in its report
     write_json(out / "seeds.json", {"seeds": list(cfg.seeds), "rows": rows,
