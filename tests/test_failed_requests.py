@@ -336,6 +336,20 @@ def test_a_comparison_names_every_result_file_with_rows_on_a_failed_request(tmp_
     assert found == {"suite/plain/fitted.json": 1, "suite/plain/results.jsonl": 1, "suite/scores/judge.jsonl": 1}
     report = {"llm_failed": found}
     lines = failure_warnings(report)
-    assert len(lines) == 3 and lines[0].startswith("suite/plain/results.jsonl: 1 row(s) made with a failed LLM")
-    assert lines[2].startswith("suite/plain/fitted.json: 1 fitted state(s) made with a failed LLM")
+    assert len(lines) == 3 and lines[0].startswith("suite/plain/results.jsonl: 1 row(s) rest on a failed LLM")
+    assert lines[2].startswith("suite/plain/fitted.json: 1 fitted state(s) rest on a failed LLM")
+    assert all(line.endswith("rerun the same command with --resume to ask again for exactly those") for line in lines)
     assert 'data-callout="llm-failed"' in warnings(report) and warnings({}) == ""
+
+
+def test_every_command_says_the_same_thing_about_failed_requests() -> None:
+    """score, attack and compare print one sentence (retry_note): how many, which (up to five),
+    why they hold the midpoint and what a resume does."""
+    from robusteval.metrics.inner import retry_note
+
+    assert retry_note(2, "scored row(s)") == (
+        "2 scored row(s) rest on a failed LLM request scored at the midpoint (on_llm_error: midpoint): "
+        "rerun the same command with --resume to ask again for exactly those")
+    named = retry_note(7, "attacked sample(s)", ["a", "b", "c", "d", "e", "f", "g"])
+    assert named.startswith("7 attacked sample(s) (a, b, c, d, e, ...) rest on") and "f" not in named.split("rest")[0]
+    assert retry_note(1, "attacked sample(s)", ["你好"]).startswith("1 attacked sample(s) (你好) rest on")

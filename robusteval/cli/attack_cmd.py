@@ -87,9 +87,9 @@ def run(cfg: AttackConfig) -> int:
                       summary_markdown(summary, f"{label} on {dataset}"), extra=[out / "results.jsonl"])
         failed = sorted({r["sample_id"] for r in rows if r["meta"].get("llm_failed")})
         if failed:
-            print(f"{label}: {len(failed)} sample(s) met a failed LLM request scored at the midpoint "
-                  f"({', '.join(map(str, failed[:5]))}{', ...' if len(failed) > 5 else ''}): run the same "
-                  "command with --resume to attack exactly those again")
+            from robusteval.metrics.inner import retry_note
+
+            print(f"{label}: {retry_note(len(failed), 'attacked sample(s)', failed)}")
     return 0
 
 

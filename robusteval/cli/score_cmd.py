@@ -42,8 +42,9 @@ def run(cfg: ScoreConfig) -> int:
     mean = "n/a" if summary["mean"] is None else f"{summary['mean']:.2f}"
     print(f"scored {summary['n']} samples with {cfg.metric}: mean {mean}")
     if summary["llm_failed_rows"]:
-        print(f"{summary['llm_failed_rows']} of them scored at the midpoint because their LLM request failed "
-              "(on_llm_error=midpoint): run the same command with --resume to retry exactly those")
+        from robusteval.metrics.inner import retry_note
+
+        print(retry_note(summary["llm_failed_rows"], "scored row(s)"))
     print(f"wrote {out / 'scores.jsonl'} and {out / 'summary.json'}")
     return 0
 

@@ -89,9 +89,9 @@ def detector_warnings(report: dict[str, Any]) -> list[str]:
 
 def failure_warnings(report: dict[str, Any]) -> list[str]:
     """One line per result file with rows that rest on a failed LLM request (``llm_failed``)."""
-    return [f"{path}: {n} {'fitted state(s)' if path.endswith('.json') else 'row(s)'} made with a failed LLM "
-            "request scored at the midpoint (on_llm_error: midpoint); rerun with --resume to ask again for "
-            "exactly these"
+    from robusteval.metrics.inner import retry_note
+
+    return [f"{path}: {retry_note(n, 'fitted state(s)' if path.endswith('.json') else 'row(s)')}"
             for path, n in (report.get("llm_failed") or {}).items()]
 
 

@@ -105,3 +105,12 @@ def relabel_failures(marks: FailureMarks, ids: dict[str, str]) -> None:
     work done under ids of its own (a detector's) is recorded under the ids its caller knows."""
     for log, n in marks:
         log[n:] = [ids.get(i, i) for i in log[n:]]
+
+
+def retry_note(count: int, what: str, names: list[str] | tuple[str, ...] = ()) -> str:
+    """The one sentence ``score``, ``attack`` and ``compare`` print about results that rest on a
+    failed LLM request: how many of ``what`` (up to five ``names``), why they hold the midpoint,
+    and that a resume asks again for exactly those."""
+    shown = f" ({', '.join(map(str, names[:5]))}{', ...' if len(names) > 5 else ''})" if names else ""
+    return (f"{count} {what}{shown} rest on a failed LLM request scored at the midpoint "
+            "(on_llm_error: midpoint): rerun the same command with --resume to ask again for exactly those")
