@@ -246,6 +246,13 @@ def _lookup(d: Any, dotted: str) -> Any:
 FOLDER_LOCK = ".robusteval.lock"
 
 
+def distributed_helper() -> bool:
+    """Whether this process is a distributed trainer's extra process (Lightning's DDP launcher
+    reruns the command line with ``LOCAL_RANK``/``RANK``/``NODE_RANK`` set): it works for the
+    process that holds the output folder's lock and must not take it."""
+    return any(os.environ.get(k, "0") not in ("", "0") for k in ("LOCAL_RANK", "RANK", "NODE_RANK"))
+
+
 @contextlib.contextmanager
 def exclusive_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold ``out``'s writer lock while a command writes there, so a second process pointed at

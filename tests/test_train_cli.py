@@ -64,6 +64,25 @@ def test_print_config(tiny_bert, data_dir, tmp_path, capsys) -> None:
     assert printed["model"]["init_args"]["lora_r"] == 4 and printed["data"]["batch_size"] == 4
 
 
+def test_a_second_training_into_the_same_export_folder_is_refused(tiny_bert, data_dir, tmp_path, capsys) -> None:
+    """`robusteval train fit` holds its model's export_dir as every other command holds its
+    --out-dir: a second run exporting there is refused before it trains instead of writing one
+    evaluator over the other."""
+    from test_cli import held_elsewhere
+
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "twice", epochs=1, limit=40)
+    held = tmp_path / "twice" / "export"
+    with held_elsewhere(held):
+        assert main(["train", "fit", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{held} is being written by another robusteval process" in err
+    assert not list((tmp_path / "twice").rglob("*.ckpt")) and not (held / "adapter_model.safetensors").exists()
+    with pytest.warns() as seen:
+        assert main(["train", "fit", "--config", str(cfg)]) == 0  # free again: it trains and exports
+    assert (held / "adapter_model.safetensors").is_file()
+    assert not [w for w in seen if "exists and is not empty" in str(w.message)]  # no lock file in the log folder
+
+
 class SigtermInSecondEpoch(Callback):
     """Sends this process SIGTERM after the first batch of epoch 1, once epoch 0's checkpoint
     is on disk: deterministic, unlike a kill from outside timed against the clock."""

@@ -18,6 +18,7 @@ Lightning's default exit status 0, which would tell a scheduler the training suc
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from robusteval.training.base import EvaluatorModule
 from robusteval.training.checkpoint_io import SafeCheckpointIO
 from robusteval.training.data import ScoringDataModule
 
+from robusteval.results import distributed_helper, exclusive_folder
 from robusteval.signals import Terminated, default_sigterm
 
 
@@ -47,10 +49,27 @@ class TrainCLI(LightningCLI):
         return super()._instantiate_trainer(config, callbacks)
 
     def _run_subcommand(self, subcommand: str) -> None:
-        try:
-            super()._run_subcommand(subcommand)
-        except SIGTERMException:
-            raise Terminated(resume_hint(self.trainer, subcommand)) from None
+        with contextlib.ExitStack() as held:
+            for folder in self.written_folders(subcommand):
+                held.enter_context(exclusive_folder(folder))
+            try:
+                super()._run_subcommand(subcommand)
+            except SIGTERMException:
+                raise Terminated(resume_hint(self.trainer, subcommand)) from None
+
+    def written_folders(self, subcommand: str) -> list[str]:
+        """The folders this command holds under their writer lock while it runs
+        (:func:`robusteval.results.exclusive_folder`), as every other command holds its
+        ``--out-dir``: for ``fit``, the model's ``export_dir`` when the config names one. Two
+        runs exporting into one folder would otherwise write one evaluator over the other;
+        the second is refused before it trains. The log directory is Lightning's: a new version
+        folder per run unless the config fixes one (a lock file in it would make the logger warn
+        that the folder is not empty). A distributed trainer's other processes work for the one
+        that holds the lock."""
+        export = getattr(self.model, "export_dir", None)
+        if subcommand != "fit" or not export or distributed_helper():
+            return []
+        return [str(export)]
 
 
 def resume_hint(trainer: Trainer, subcommand: str) -> str:

@@ -200,13 +200,12 @@ def executing(cfg: Any) -> Iterator[None]:
 def owning(cfg: Any) -> Iterator[None]:
     """A command with an ``--out-dir`` holds that folder's writer lock while it runs
     (:func:`robusteval.results.exclusive_folder`): a second process on the same folder is refused."""
+    from robusteval.results import distributed_helper, exclusive_folder
+
     out = getattr(cfg, "out_dir", None)
-    # a distributed trainer's other processes (Lightning's DDP launcher reruns this command line
-    # with LOCAL_RANK/RANK set) work for the process that holds the lock: they must not take it
-    if out is None or any(os.environ.get(k, "0") not in ("", "0") for k in ("LOCAL_RANK", "RANK", "NODE_RANK")):
+    if out is None or distributed_helper():
         yield
         return
-    from robusteval.results import exclusive_folder
 
     with exclusive_folder(out):
         yield
