@@ -58,6 +58,13 @@ def register_detector(cls: type) -> type:
     return cls
 
 
+#: why a detector may be listed once, and how to run one twice with other settings: a subclass
+#: named apart, which a config lists as ``module:Class`` (docs/plugins.md)
+ONCE = ("each detector may be listed once (its thresholds, suspicions and flags are keyed by its name); to "
+        "run one twice with other settings, subclass it with a `name` of its own and list the subclass as "
+        "module:Class (docs/plugins.md)")
+
+
 def check_unique(detectors: Sequence[Detector]) -> None:
     """Refuse two detectors of one name: every table (thresholds, suspicions, flags, the FPR
     split over k detectors) is keyed by the name, so the second would overwrite the first's
@@ -65,9 +72,7 @@ def check_unique(detectors: Sequence[Detector]) -> None:
     seen: Counter[str] = Counter(d.name for d in detectors)
     twice = sorted(name for name, n in seen.items() if n > 1)
     if twice:
-        raise RobustevalError(f"detector {twice[0]!r} is listed {seen[twice[0]]} times: each detector may be "
-                              "listed once (a second instance of a custom detector needs a subclass with a name "
-                              "of its own)")
+        raise RobustevalError(f"detector {twice[0]!r} is listed {seen[twice[0]]} times: {ONCE}")
 
 
 class Detector(ABC):

@@ -558,8 +558,19 @@ def test_two_detectors_of_one_name_are_refused_everywhere_they_would_share_a_tab
         detectors.guard(LengthMetric(), twins)
     with pytest.raises(RobustevalError, match="'has_x' is listed 2 times"):
         calibrate(twins, {"clean": SAMPLES})
-    with pytest.raises(RobustevalError, match="'has_x' is listed 2 times"):
+    with pytest.raises(RobustevalError, match="'has_x' is listed 2 times") as refused:
         evaluate(twins, [], {"clean": SAMPLES})
+    assert "list the subclass as module:Class" in str(refused.value)
+    # the advice can be followed from a config: a subclass named apart, loaded by module:Class
+    strict = detectors.load("test_guard:StrictHasX", threshold=0.2)
+    guarded = detectors.guard(LengthMetric(), [HasX(), strict], policy="floor")
+    assert [d.name for d in guarded.detectors] == ["has_x", "has_x_strict"]
+
+
+class StrictHasX(HasX):
+    """HasX run a second time with other settings, under a name of its own."""
+
+    name: ClassVar[str] = "has_x_strict"
 
 
 def test_a_saved_suspicion_is_keyed_by_everything_the_detector_reads(tmp_path) -> None:

@@ -578,8 +578,9 @@ def check_names(cfg: CompareConfig) -> None:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
     twice = sorted({n for n in listed if listed.count(n) > 1})
     if twice:  # what detectors.guard refuses (robusteval.detectors.base.check_unique), here before any work
-        raise ConfigError(f"guard.detectors lists {twice[0]!r} {listed.count(twice[0])} times: each detector may "
-                          "be listed once (its thresholds, suspicions and flags are keyed by its name)")
+        from robusteval.detectors.base import ONCE
+
+        raise ConfigError(f"guard.detectors lists {twice[0]!r} {listed.count(twice[0])} times: {ONCE}")
     if cfg.guard.thresholds and cfg.guard.thresholds != SHIPPED:
         # a missing or malformed file, or thresholds calibrated for other detector settings, fail
         # before the run folder is claimed; so does one fitted on other clean halves than the
