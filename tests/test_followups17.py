@@ -186,6 +186,10 @@ def test_compare_config_accepts_files_and_colon_names_everywhere(tmp_path) -> No
     bad["guard"]["detectors"].append({"name": first if isinstance(first, str) else first["name"]})
     with pytest.raises(RobustevalError, match=r"guard.detectors lists '.+' 2 times"):
         check_names(parse_compare(bad))  # refused before any work, as detectors.guard would refuse it
+    bad = small_compare(tmp_path, calibrate={"clean": [clean]})
+    bad["guard"]["detectors"] = ["nonalnum", "robusteval.detectors.nonalnum:NonAlnum"]  # one class, two spellings
+    with pytest.raises(RobustevalError, match=r"guard.detectors lists 'nonalnum' 2 times"):
+        check_names(parse_compare(bad))
 
 
 def test_compare_calibrates_on_a_file_and_measures_its_false_positives(tmp_path) -> None:

@@ -573,9 +573,13 @@ def check_names(cfg: CompareConfig) -> None:
     for d in cfg.guard.detectors:
         name = d if isinstance(d, str) else (d.get("name") if isinstance(d, dict) else None)
         try:
-            listed.append(detectors.info(str(name))["name"])  # registered, a plugin's entry point or module:attr
+            entry = detectors.info(str(name))["name"]  # registered, a plugin's entry point or module:attr
         except UnknownNameError as exc:
             raise UnknownNameError(f"guard.detectors: {exc}") from None
+        # keyed as the guard keys it, by the detector's own name: "nonalnum" and its class as
+        # module:Class are one detector twice
+        own = getattr(detectors.DETECTORS.get(str(name)), "name", None)
+        listed.append(own if isinstance(own, str) else entry)
     twice = sorted({n for n in listed if listed.count(n) > 1})
     if twice:  # what detectors.guard refuses (robusteval.detectors.base.check_unique), here before any work
         from robusteval.detectors.base import ONCE
