@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from robusteval.training.data import SPLIT_SCHEME, effective_scheme
 
 from robusteval.asr import attack_key, family_key, paired_change
 from robusteval.attacks.base import ResultRow
@@ -73,9 +74,12 @@ def rows_of(path: Path, which: str) -> tuple[list[ResultRow], str]:
 
 def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_fraction: float = 0.2,
               data_dir: str | None = None, split_by: str = "conversation") -> list[ResultRow]:
-    """The rows whose sample lies in the test split of ``seed``, split as training splits
-    (``split_by="conversation"``), or by the exact context as every run of code before 47adb2f (2026-11-26) was."""
-    from robusteval.training.data import split_of
+    """The rows whose sample lies in the test split of ``seed``, split as training splits now
+    (``split_by`` :data:`SPLIT_SCHEME`), by conversation as runs before 2026-11-28 did (the same
+    split for a registered dataset; a dataset given as a path was salted by the path as written,
+    which cannot be redone here, so it is refused), or by the exact context as every run of code
+    before 47adb2f (2026-11-26) was."""
+    from robusteval.training.data import SPLIT_SCHEME, same_split, split_of
 
     from robusteval import data
     from robusteval.data.conversations import unmarked
@@ -92,14 +96,23 @@ def test_rows(rows: list[ResultRow], seed: int, val_fraction: float = 0.1, test_
             raise DataFormatError(r.sample_id, f"not a sample of {r.dataset}")
         if split_by == "context":
             sample = unmarked([sample])[0]
+        elif split_by != SPLIT_SCHEME and not same_split(split_by, [r.dataset]):
+            raise SystemExit(f"{r.dataset}: split by {split_by!r}, which salted a dataset given as a path by the "
+                             f"path as written; this code splits it by {SPLIT_SCHEME!r} and cannot redo the old split")
         if split_of(r.dataset, sample, val_fraction, test_fraction, seed) == "test":
             out.append(r)
     return out
 
 
 def split_scheme(doc: dict[str, Any]) -> str:
-    """How a harden run split its data: ``harden.json`` says since 2026-11-26; before, by context."""
-    return str(doc.get("split", "context"))
+    """How a harden run split its data, as the split it makes of its attacked dataset:
+    ``harden.json`` says since 2026-11-26 (before, by context); "conversation" and
+    "conversation/file-name" are one split of a registered dataset
+    (:func:`robusteval.training.data.effective_scheme`)."""
+    from robusteval.training.data import effective_scheme
+
+    dataset = ((doc.get("config") or {}).get("attack") or {}).get("dataset")
+    return effective_scheme(str(doc.get("split", "context")), [str(dataset)] if dataset else [])
 
 
 def check_paired(before: Path, after: Path) -> None:
@@ -111,7 +124,7 @@ def check_paired(before: Path, after: Path) -> None:
         return
     if split_scheme(a) != split_scheme(b):
         raise SystemExit(f"{before} and {after} do not pair: split by {split_scheme(a)!r} and by "
-                         f"{split_scheme(b)!r} (runs on each side of the conversation split)")
+                         f"{split_scheme(b)!r} (runs on each side of a change of the split scheme)")
     for path in PAIRED_KEYS:
         va, vb = a.get("config"), b.get("config")
         for k in path:
@@ -205,9 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="keep only rows of samples in the test split (70 / 10 / 20) of each pair's "
                          "seed, one seed per pair: for results whose runs also attacked validation contexts "
                          "(benchmarks/judge_attacks.py's fitting samples)")
-    ap.add_argument("--split-by", choices=("conversation", "context"), default="conversation",
-                    help="how --test-split-seeds splits: by conversation, as runs since 2026-11-26 do, or by the "
-                         "exact context, as runs before did (harden runs say which in harden.json)")
+    ap.add_argument("--split-by", choices=(SPLIT_SCHEME, "conversation", "context"), default=SPLIT_SCHEME,
+                    help=f"how --test-split-seeds splits: {SPLIT_SCHEME} as runs since 2026-11-28 do; conversation "
+                         "as runs since 2026-11-26 did (the same split of a registered dataset); or by the exact "
+                         "context, as runs before did (harden runs say which in harden.json)")
     ap.add_argument("--round", choices=("base", "chosen"), default="base",
                     help="which round of a harden run: its base (round 0, the default) or the round its gate chose")
     args = ap.parse_args(argv)
@@ -223,7 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_paired(Path(before), Path(after))
         docs = harden_doc(Path(before)), harden_doc(Path(after))
         for doc in docs:
-            if args.test_split_seeds is not None and doc is not None and split_scheme(doc) != args.split_by:
+            dataset = (((doc or {}).get("config") or {}).get("attack") or {}).get("dataset")
+            asked = effective_scheme(args.split_by, [str(dataset)] if dataset else [])
+            if args.test_split_seeds is not None and doc is not None and split_scheme(doc) != asked:
                 ap.error(f"a harden run of pair {lab!r} was split by {split_scheme(doc)!r}: "
                          f"pass --split-by {split_scheme(doc)}")
         (rb, sb), (ra, sa) = rows_of(Path(before), args.round), rows_of(Path(after), args.round)

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from robusteval.training.data import SPLIT_SCHEME
 
 from robusteval import Sample
 
@@ -218,13 +219,30 @@ def test_paired_bases_splits_by_conversation_or_as_old_runs_did(monkeypatch, tmp
     old = _harden_folder(tmp_path / "old", [True] * 4, {"zh-set": 0.3})
     new = _harden_folder(tmp_path / "new", [True] * 4, {"zh-set": 0.3})
     doc = json.loads((new / "harden.json").read_text(encoding="utf-8"))
-    (new / "harden.json").write_text(json.dumps({**doc, "split": "conversation"}), encoding="utf-8")
-    with pytest.raises(SystemExit, match="split by 'context' and by 'conversation'"):
+    (new / "harden.json").write_text(json.dumps({**doc, "split": SPLIT_SCHEME}), encoding="utf-8")  # as harden writes
+    with pytest.raises(SystemExit, match=f"split by 'context' and by '{SPLIT_SCHEME}'"):
         paired.main(["--pair", str(old), str(new)])
     monkeypatch.setenv("ROBUSTEVAL_DATA", str(tmp_path))
     with pytest.raises(SystemExit):
         paired.main(["--pair", str(old), str(old), "--test-split-seeds", "0"])  # old runs: --split-by context
     assert "was split by 'context': pass --split-by context" in capsys.readouterr().err
+    # "conversation" (2026-11-26 to 11-28) and today's scheme split a registered dataset ("d") alike:
+    # such runs pair, and --split-by may name either; on a dataset given as a path they do not
+    mid = _harden_folder(tmp_path / "mid", [True] * 4, {"zh-set": 0.3})
+    doc = json.loads((mid / "harden.json").read_text(encoding="utf-8"))
+    (mid / "harden.json").write_text(json.dumps({**doc, "split": "conversation"}), encoding="utf-8")
+    paired.check_paired(mid, new)
+    assert paired.split_scheme(json.loads((mid / "harden.json").read_text())) == SPLIT_SCHEME
+    for folder in (mid, new):
+        doc = json.loads((folder / "harden.json").read_text(encoding="utf-8"))
+        doc["config"]["attack"]["dataset"] = "data/mine.jsonl"
+        (folder / "harden.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"split by 'conversation' and by '{SPLIT_SCHEME}'"):
+        paired.check_paired(mid, new)
+    path_rows = [ResultRow("a", "f", samples[0].id, "R-", "o", "x", "low", dataset="data/mine.jsonl")]
+    with pytest.raises(SystemExit, match="cannot redo the old split"):
+        paired.test_rows(path_rows, 0, split_by="conversation")
+    assert len(paired.test_rows(rows, 0, split_by="conversation")) == len(by_conv)  # "toy": one split
 
 
 def test_base_evaluator_scores_the_test_split_the_export_was_trained_on(monkeypatch, capsys) -> None:

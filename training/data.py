@@ -104,6 +104,13 @@ def same_split(scheme: str | None, datasets: Sequence[str]) -> bool:
     return scheme == SPLIT_SCHEME or (scheme == "conversation" and all(split_salt(d) == str(d) for d in datasets))
 
 
+def effective_scheme(scheme: str, datasets: Sequence[str]) -> str:
+    """``scheme`` as the split it makes of ``datasets``: :data:`SPLIT_SCHEME` where the two split
+    them alike (:func:`same_split`), else ``scheme`` itself; two runs' splits agree exactly when
+    these agree."""
+    return SPLIT_SCHEME if same_split(scheme, datasets) else scheme
+
+
 def split_of(dataset: str, sample: Sample, val_fraction: float, test_fraction: float, seed: int) -> str:
     """The split of ``sample``'s conversation (:meth:`Sample.conversation_key`: its context,
     unless the dataset rates several turns of one dialogue), from a hash of seed, dataset
