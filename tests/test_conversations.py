@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -221,9 +222,13 @@ def test_a_files_split_does_not_depend_on_where_it_lies() -> None:
          ("ar", "مرحبا، كيف حالك؟", "بخير."), ("hi", "आप कहाँ जा रहे हैं?", "बाज़ार।"),
          ("ru", "Что ты читаешь?", "Роман."), ("fr", "Tu viens ce soir ?", "Oui.")])]
     places = ["user.jsonl", "data/user.jsonl", "/tmp/pytest-of-root/pytest-131/e2e0/user.jsonl",
-              "/tmp/pytest-of-root/pytest-132/e2e0/user.jsonl", "C:\\Users\\me\\user.jsonl", "data/user.jsonl/"]
+              "/tmp/pytest-of-root/pytest-132/e2e0/user.jsonl", "C:\\Users\\me\\user.jsonl", "data/user.jsonl/",
+              "./user.jsonl", "data/./user.jsonl", "data/x/../user.jsonl"]
     assert {split_salt(p) for p in places} == {"user.jsonl"}
-    assert split_salt("dailydialog-zhao") == "dailydialog-zhao"
+    # names that are not paths keep their salt: a registered set, a hub set, a module's loader
+    for name in ("dailydialog-zhao", "hf:org/summeval", "hf:other/summeval:config", "mymod:make_rows"):
+        assert split_salt(name) == name
+    assert split_salt(".") == split_salt(os.getcwd()) == os.path.basename(os.getcwd())
     for seed in range(5):
         splits = {tuple(split_of(p, s, 0.1, 0.5, seed) for s in rows) for p in places}
         assert len(splits) == 1, seed

@@ -24,6 +24,7 @@ chosen by a hash of dataset and conversation, so no context leaks across splits.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -90,11 +91,21 @@ def normalized(sample: Sample, aspect: str) -> float | None:
 
 
 def split_salt(dataset: str) -> str:
-    """What :func:`split_of` hashes for ``dataset``: a registered name as it is; a file or folder
-    given as a path by its last component alone, so a user's file splits the same wherever it
-    lies (``data/mine.jsonl``, ``/tmp/x/mine.jsonl`` and ``mine.jsonl`` are one split)."""
-    text = str(dataset).replace("\\", "/").rstrip("/")
-    return text.rsplit("/", 1)[-1] or text
+    """What :func:`split_of` hashes for ``dataset``: a registered name, an ``hf:`` name and a
+    ``module:attr`` as they are; a file or folder given as a path by its last component alone, so
+    a user's file splits the same wherever it lies (``data/mine.jsonl``, ``/tmp/x/mine.jsonl``,
+    ``./mine.jsonl`` and ``mine.jsonl`` are one split; ``.`` is the current folder's name)."""
+    import posixpath
+
+    from robusteval.registry import is_object_name
+
+    text = str(dataset)
+    if text.startswith("hf:") or is_object_name(text):
+        return text
+    name = posixpath.normpath(text.replace("\\", "/")).rsplit("/", 1)[-1]
+    if name in ("", ".", ".."):  # "/", ".", "data/.." : the folder it names
+        name = Path(os.path.abspath(text)).name
+    return name or text
 
 
 def same_split(scheme: str | None, datasets: Sequence[str]) -> bool:
