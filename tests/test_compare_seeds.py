@@ -169,8 +169,10 @@ def test_a_seed_folder_another_process_writes_is_refused(tmp_path: Path, capsys)
 
     path = _dot_trigger_config(tmp_path, "s", test_fraction=0.5)
     out = tmp_path / "run"
-    with held_elsewhere(out / "seed-0"):  # --resume: the holder's folder is there already
-        assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]", "--resume"]) == 2
-    err = capsys.readouterr().err
-    assert f"{out / 'seed-0'} is being written by another robusteval process" in err
-    assert not (out / "seed-0" / "fingerprint.json").exists() and not (out / "seed-1").exists()
+    for busy in (0, 1):  # the last seed too: refused before the first seed runs, not hours later
+        with held_elsewhere(out / f"seed-{busy}"):  # --resume: the holder's folder is there already
+            assert main(["compare", "--config", str(path), "--out-dir", str(out), "--seeds", "[0, 1]",
+                         "--resume"]) == 2
+        err = capsys.readouterr().err
+        assert f"{out / f'seed-{busy}'} is being written by another robusteval process" in err
+        assert not (out / "seed-0" / "fingerprint.json").exists() and not (out / "seed-1").exists()

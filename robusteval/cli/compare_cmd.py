@@ -12,6 +12,7 @@ guards it, hardens it and compares (``configs/compare/quickstart.yaml``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -62,11 +63,14 @@ def _run_seeds(cfg: CompareCommand, out: Path, tol: Tolerance, command: str, sta
                               "it, or choose another --out-dir")
     check_seed_splits(cfg.comparison(), cfg.seeds)  # a split one seed cannot use fails before any seed runs
     reports = {}
-    for k in cfg.seeds:
-        print(f"== seed {k}: {out / f'seed-{k}'}")
-        # each seed's folder under its own lock too: a single-seed run of it (--out-dir <out>/seed-<k>,
-        # as the refusal above advises) must not write it while this run does
-        with exclusive_folder(out / f"seed-{k}"):
+    with contextlib.ExitStack() as held:
+        # every seed's folder under its own lock too, from the start: a single-seed run of one
+        # (--out-dir <out>/seed-<k>, as the refusal above advises) must not write it while this
+        # run does, nor make this run fail hours later when it reaches that seed
+        for k in cfg.seeds:
+            held.enter_context(exclusive_folder(out / f"seed-{k}"))
+        for k in cfg.seeds:
+            print(f"== seed {k}: {out / f'seed-{k}'}")
             reports[k] = compare(cfg.comparison(seed=k), out / f"seed-{k}", resume=cfg.resume, tolerance=tol)
     rows = across_seeds(reports)
     recorded = {k: v for k, v in cfg.raw.items() if k != "seed"}  # each seed's own is in its report
