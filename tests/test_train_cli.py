@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,8 @@ def test_a_second_training_into_the_same_export_folder_is_refused(tiny_bert, dat
     err = capsys.readouterr().err
     assert f"{held} is being written by another robusteval process" in err
     assert not list((tmp_path / "twice").rglob("*.ckpt")) and not (held / "adapter_model.safetensors").exists()
-    with pytest.warns() as seen:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         assert main(["train", "fit", "--config", str(cfg)]) == 0  # free again: it trains and exports
     assert (held / "adapter_model.safetensors").is_file()
     assert not [w for w in seen if "exists and is not empty" in str(w.message)]  # no lock file in the log folder
@@ -169,3 +171,24 @@ def test_harden_rounds_attack_train_reattack(tiny_bert, data_dir, tmp_path, caps
     before = (out / "harden.json").read_text()
     assert main(["harden", "--config", str(path), "--data-dir", str(data_dir), "--out-dir", str(out), "--resume"]) == 0
     assert json.loads((out / "harden.json").read_text())["rounds"] == json.loads(before)["rounds"]
+
+
+def test_only_the_rank_zero_process_holds_the_export_folder(monkeypatch) -> None:
+    """Under a cluster launcher (srun with several tasks: SLURM_PROCID, not RANK) the trainer's
+    cluster environment gives each process its rank; the extra ranks must not take the lock that
+    rank 0 holds (they would be refused, and rank 0 would wait for them forever)."""
+    from types import SimpleNamespace
+
+    from robusteval.training.cli import TrainCLI
+
+    for k in ("LOCAL_RANK", "RANK", "NODE_RANK"):
+        monkeypatch.delenv(k, raising=False)
+
+    def cli(rank: int, export: str | None = "out/export") -> SimpleNamespace:
+        return SimpleNamespace(model=SimpleNamespace(export_dir=export), trainer=SimpleNamespace(global_rank=rank))
+
+    assert TrainCLI.written_folders(cli(0), "fit") == ["out/export"]
+    assert TrainCLI.written_folders(cli(1), "fit") == []  # SLURM_PROCID=1, as the cluster environment reads it
+    assert TrainCLI.written_folders(cli(0), "test") == [] and TrainCLI.written_folders(cli(0, None), "fit") == []
+    monkeypatch.setenv("LOCAL_RANK", "1")  # Lightning's own launcher, before the trainer knows its rank
+    assert TrainCLI.written_folders(cli(0), "fit") == []

@@ -67,7 +67,9 @@ class TrainCLI(LightningCLI):
         that the folder is not empty). A distributed trainer's other processes work for the one
         that holds the lock."""
         export = getattr(self.model, "export_dir", None)
-        if subcommand != "fit" or not export or distributed_helper():
+        # a launcher's extra processes: Lightning's own (LOCAL_RANK/RANK set) or a cluster's, whose
+        # rank the trainer's cluster environment reads (SLURM_PROCID under srun, LSF, MPI)
+        if subcommand != "fit" or not export or distributed_helper() or self.trainer.global_rank != 0:
             return []
         return [str(export)]
 
