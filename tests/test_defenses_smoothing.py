@@ -279,6 +279,53 @@ def test_a_redrawn_word_takes_the_case_of_the_word_it_replaces() -> None:
     assert Synonym(rate=0.5).unit_distance("MoVie") == pytest.approx(0.5)
 
 
+def test_a_mixed_case_word_re_cased_is_a_covered_substitution() -> None:
+    """"Mckinsey" for "McKinsey" is one changed unit (changed_units counts it) and the only
+    substitute of a one-member set written in the word's case: the two texts' draws never
+    meet (each keeps its own spelling), so the unit's distance is 1, not 0 (the certificate
+    claimed a zero-width band that the re-cased text's score fell outside of)."""
+    assert changed_units("McKinsey and YouTube", "Mckinsey and Youtube") == 2
+    for word in ("McKinsey", "YouTube", "iPhone"):
+        assert substitution_set(word, 8, "classes") == (word.lower(),)
+        assert Synonym(rate=1.0).unit_distance(word) == 1.0 and Synonym(rate=0.5).unit_distance(word) == 1.0
+    for word in ("movie", "Movie", "MOVIE", "NASA", "London", "北京"):  # written in their own case: no change
+        assert Synonym(rate=1.0).unit_distance(word) == 0.0, word
+
+
+def test_bounds_are_the_documented_order_statistics_exactly() -> None:
+    """Steps 3 and 4 of docs/smoothing.md, computed here without the module's helpers (the
+    median band from the binomial tail by root finding): 48 draws Y_(i) = i, alpha 0.05, one
+    unit at distance 0.1, radius 1. Observed: ranks at a - 0.1 and b + 0.1 with alpha / 4 on
+    each side; population median: at 1/2 -+ 0.1 with alpha / 2."""
+    from scipy.optimize import brentq
+
+    n, alpha, d = 48, 0.05, 0.1
+    values = np.arange(1.0, n + 1)
+    r, s = (n - 1) // 2 + 1, n // 2 + 1  # numpy's median of 48 values: the mean of Y_(24) and Y_(25)
+    a = brentq(lambda p: stats.binom.sf(r - 1, n, p) - alpha / 4, 1e-12, 0.5)  # P(Bin(n, a) >= r) = alpha/4
+    b = brentq(lambda p: stats.binom.cdf(s - 1, n, p) - alpha / 4, 0.5, 1 - 1e-12)  # P(Bin(n, b) < s) = alpha/4
+
+    def lower(p: float, level: float) -> float:
+        return float(max(k for k in range(1, n + 1) if stats.binom.cdf(k - 1, n, p) <= level))
+
+    def upper(p: float, level: float) -> float:
+        return float(min(k for k in range(1, n + 1) if stats.binom.cdf(k - 1, n, p) >= 1 - level))
+
+    assert bounds(values, [d], 1, alpha) == (lower(a - d, alpha / 4), upper(b + d, alpha / 4))
+    assert bounds(values, [d], 1, alpha, observed=False) == (lower(0.5 - d, alpha / 2), upper(0.5 + d, alpha / 2))
+    assert bounds(values, [d], 0, alpha) == (lower(a, alpha / 4), upper(b, alpha / 4))  # radius 0: no shift
+    assert bounds(values, [d], 1, alpha) != bounds(values, [d], 1, 2 * alpha)  # alpha enters
+
+
+def test_an_empty_score_outside_the_score_range_is_refused() -> None:
+    """A blank draw scores empty_score: one outside 0-100 would sit outside the 0 / 100 ends
+    that the certificate falls back to, so the certificate would not contain its own score."""
+    for bad in (-5.0, 100.5, float("nan")):
+        with pytest.raises(ValueError, match="empty_score must be a score in"):
+            metrics.load("rougeL", on_empty="floor", empty_score=bad)
+    assert metrics.load("rougeL", on_empty="floor", empty_score=100.0).empty_score == 100.0
+
+
 def test_changed_units_needs_the_same_cut() -> None:
     assert changed_units("the movie was good", "the film was good") == 1
     assert changed_units("the movie was good", "the Film was good") == 1

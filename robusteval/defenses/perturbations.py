@@ -177,12 +177,14 @@ class Synonym(Perturbation):
         return out
 
     def unit_distance(self, unit: str) -> float:
-        """Worst case over the set's other members written in the unit's case ("Film" for
-        "Movie"): the substitutions the certificate covers."""
+        """Worst case over the set's members written in the unit's case ("Film" for "Movie"),
+        the unit itself aside: the substitutions the certificate covers. A mixed-case word
+        written in its case is another text ("Mckinsey" for "McKinsey", a one-member set's only
+        substitute), at distance 1 when nothing else can be drawn for it."""
         p = self.distribution(unit)
         worst = 0.0
         for v in self.options(unit):
-            if v == unit.lower():
+            if _match_case(v, unit) == unit:
                 continue
             q = self.distribution(_match_case(v, unit))
             tv = 0.5 * sum(abs(p.get(z, 0.0) - q.get(z, 0.0)) for z in set(p) | set(q))

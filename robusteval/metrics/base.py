@@ -49,6 +49,8 @@ class Metric(ABC):
             raise ValueError(f"on_empty must be one of {ON_EMPTY}, got {on_empty!r}")
         self.on_empty = on_empty
         self.empty_score = float(empty_score)
+        if not 0.0 <= self.empty_score <= 100.0:  # a score like any other (NaN fails too)
+            raise ValueError(f"empty_score must be a score in [0, 100], got {empty_score!r}")
         self.fallbacks: Counter[str] = Counter()
         #: ids of the samples whose scoring fell back because their request failed, in order
         #: (an LLM judge under ``on_llm_error="midpoint"``): see :mod:`robusteval.metrics.inner`
