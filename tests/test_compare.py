@@ -735,6 +735,15 @@ def test_rerendering_an_old_run_restores_the_per_context_flags_from_its_logs(com
     again = render_report(old)
     assert "render_report:" not in capsys.readouterr().err
     assert again == report  # every context count back, nothing else changed
+    # a run of another split: today's split would rebuild other test contexts, so nothing is
+    # added; "conversation" (before 2026-11-28) split this registered set as today's code does
+    for scheme, rebuilt in (("context", False), (None, False), ("conversation", True)):
+        (old / "report.json").write_text(json.dumps({**stripped, "split": scheme}))
+        again = render_report(old)
+        err = capsys.readouterr().err
+        assert ("cannot be rebuilt" in err) is not rebuilt, scheme
+        entry = again["suites"]["dialogue"]["victims"]["tiny evaluator"]["variants"]["guarded"]
+        assert ("per_set" in entry["validity"]["change_vs_plain"]) is rebuilt, scheme
     # the score logs deleted since: the recorded validity stays as it was, never blanked
     (old / "report.json").write_text(json.dumps(stripped))
     for log in old.rglob("scores/*.jsonl"):

@@ -57,6 +57,7 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
     try:
         cfg = parse(copy.deepcopy((report.get("provenance") or {}).get("config") or {}))  # parse may annotate it
         specs = {s.name: s for s in cfg.suites}
+        refuse_other_split(report, [specs[name] for name in {s for s, _ in todo}])
         # the run trained long ago: only what the correlation sets need is checked
         data = {name: SuiteData(specs[name], cfg, data_dir, training=False) for name in {s for s, _ in todo}}
     except (RobustevalError, KeyError, TypeError, ValueError) as exc:
@@ -73,6 +74,23 @@ def add_missing_validity(report: dict[str, Any], out: Path, data_dir: str | None
         if json.dumps(variants, sort_keys=True) != before:
             done.append(f"{sname}/{vname}")
     return done
+
+
+def refuse_other_split(report: dict[str, Any], suites: list[Any]) -> None:
+    """The correlation sets are rebuilt by today's split: refused (a :class:`RobustevalError`,
+    so nothing is added) when the run split the suites' datasets otherwise (a report of code
+    before 5807d5b records no scheme; "conversation" split a dataset given as a path by the
+    path as written): its test contexts are not the ones today's split would pick."""
+    from robusteval.compare.pipeline import correlation_target
+    from robusteval.errors import RobustevalError
+    from robusteval.training.data import SPLIT_SCHEME, same_split
+
+    names = [n for spec in suites for n in
+             [spec.dataset, *(correlation_target(e, spec.dataset)[0] for e in spec.correlation)]]
+    scheme = report.get("split")
+    if not same_split(scheme, names):
+        raise RobustevalError(f"the run split its data by {scheme or 'a scheme it did not record'!r}, this code "
+                              f"by {SPLIT_SCHEME!r}: its correlation sets' test contexts cannot be rebuilt")
 
 
 def fill_validity(variants: dict[str, Any], folder: Path, sets: dict[str, list[Any]], n_boot: int, seed: int) -> None:
