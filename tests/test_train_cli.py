@@ -45,6 +45,10 @@ def test_train_fit_and_test_from_a_config(tiny_bert, data_dir, tmp_path, capsys)
     root = tmp_path / "run"
     last = root / "logs" / "version_0" / "checkpoints" / "last.ckpt"
     assert sorted(p.name for p in last.iterdir()) == ["state.json", "tensors.safetensors"]
+    from robusteval.training.data import SPLIT_SCHEME
+
+    state = json.loads((last / "state.json").read_text())  # the split a resume must continue on
+    assert state["ScoringDataModule"] == {"split_scheme": SPLIT_SCHEME}
     tensors = load_file(str(last / "tensors.safetensors"))
     weights = [k for k in tensors if k.startswith("state_dict/")]
     assert weights and all("lora_" in k or ".head." in k for k in weights)  # adapter + head only
@@ -192,3 +196,18 @@ def test_only_the_rank_zero_process_holds_the_export_folder(monkeypatch) -> None
     assert TrainCLI.written_folders(cli(0), "test") == [] and TrainCLI.written_folders(cli(0, None), "fit") == []
     monkeypatch.setenv("LOCAL_RANK", "1")  # Lightning's own launcher, before the trainer knows its rank
     assert TrainCLI.written_folders(cli(0), "fit") == []
+
+
+def test_a_checkpoint_of_another_split_is_not_resumed() -> None:
+    """--ckpt_path on a checkpoint whose data were split otherwise (a dataset given as a path,
+    split by the path as written before 2026-11-28) is refused: its train contexts are not this
+    run's. A registered dataset split the same both ways and resumes."""
+    from robusteval.training.data import ScoringDataModule
+
+    from robusteval.errors import RobustevalError
+
+    ScoringDataModule(datasets=["dailydialog-zhao:overall"]).load_state_dict({"split_scheme": "conversation"})
+    dm = ScoringDataModule(datasets=["data/mine.jsonl"])
+    dm.load_state_dict(dm.state_dict())
+    with pytest.raises(RobustevalError, match="split its data by 'conversation'"):
+        dm.load_state_dict({"split_scheme": "conversation"})
