@@ -26,4 +26,5 @@ def test_plugins_doc_examples_run_and_print_what_they_say(tmp_path, monkeypatch)
             want = [m.group(1).strip() for m in re.finditer(r"^print\(.*\)\s+#\s*(.+)$", code, re.M)]
             assert out.getvalue().split("\n")[:-1] == want, f"block {i + 1}"
     finally:
-        sys.modules.pop("mymod", None)
+        for name in ("mymod", "mydetectors"):
+            sys.modules.pop(name, None)
