@@ -353,3 +353,39 @@ def test_every_command_says_the_same_thing_about_failed_requests() -> None:
     named = retry_note(7, "attacked sample(s)", ["a", "b", "c", "d", "e", "f", "g"])
     assert named.startswith("7 attacked sample(s) (a, b, c, d, e, ...) rest on") and "f" not in named.split("rest")[0]
     assert retry_note(1, "attacked sample(s)", ["你好"]).startswith("1 attacked sample(s) (你好) rest on")
+
+
+class DownOnHello(LengthMetric):
+    """A stand-in for a judge under on_llm_error="midpoint" whose server fails every request
+    about a reply that says hello: scored at the midpoint, counted and named, as LLMJudge does."""
+
+    name = "down-on-hello"
+
+    def _score(self, samples):
+        out = super()._score(samples)
+        for i, s in enumerate(samples):
+            if "hello" in s.response.lower():
+                out[i] = 50.0
+                self.fallbacks["llm_failed"] += 1
+                self.failed_requests.append(s.id)
+        return out
+
+
+def test_score_and_attack_print_the_retry_note(tmp_path, capsys) -> None:
+    """The commands themselves print retry_note's sentence: score for its failed rows, attack
+    for the samples whose attacked text met a failed request (every generic-hello text here)."""
+    from robusteval.cli.main import main
+    from robusteval.metrics.inner import retry_note
+
+    path = tmp_path / "in.jsonl"
+    rows = [("a", ["Hi!", "How was the trip?"], "Hello, it was lovely."), ("b", ["你好！"], "很好，谢谢。"),
+            ("c", ["مرحبا"], "شكرا، بخير."), ("d", ["Salut !"], "hello là-bas")]
+    path.write_text("".join(json.dumps({"id": i, "context": c, "response": r}, ensure_ascii=False) + "\n"
+                            for i, c, r in rows), encoding="utf-8")
+    metric = "test_failed_requests:DownOnHello"
+    assert main(["score", "--metric", metric, "--input", str(path), "--task", "dialogue",
+                 "--out-dir", str(tmp_path / "score")]) == 0
+    assert retry_note(2, "scored row(s)") in capsys.readouterr().out  # "a" and "d"
+    assert main(["attack", "--metric", metric, "--dataset", str(path), "--task", "dialogue",
+                 "--attacks", "generic-hello", "--out-dir", str(tmp_path / "attack")]) == 0
+    assert retry_note(4, "attacked sample(s)", ["a", "b", "c", "d"]) in capsys.readouterr().out
