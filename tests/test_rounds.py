@@ -696,3 +696,25 @@ def test_every_shipped_harden_config_is_valid_and_its_parts_resolve(name) -> Non
     assert cfg["model"].get("checkpoint", "minilm") in ALIASES
     chosen = attacks.select(cfg["attack"]["attacks"], int(cfg.get("seed", 0)), cfg["attack"].get("attack_options"))
     assert chosen and set(cfg["attack"].get("held_out") or []) <= {a.family for a in chosen}
+
+
+def test_a_harden_run_split_by_another_scheme_does_not_resume(tmp_path, monkeypatch) -> None:
+    """The split scheme is in harden's run fingerprint: code that splits otherwise (a dataset
+    given as a path, by its file name since 2026-11-28) must not resume a run's rounds, which
+    trained and validated on the old split's contexts."""
+    import robusteval.training.harden as harden_mod
+
+    from robusteval.errors import RobustevalError
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt  # the run folder is claimed; nothing is trained
+
+    monkeypatch.setattr(harden_mod, "train_base", stop)
+    cfg = {"seed": 2, "attack": {"dataset": "quickstart-dialogue", "attacks": ["generic-hello"]}}
+    with pytest.raises(KeyboardInterrupt):
+        harden_mod.harden(cfg, tmp_path / "h")
+    with pytest.raises(KeyboardInterrupt):  # the same code resumes it
+        harden_mod.harden(cfg, tmp_path / "h", resume=True)
+    monkeypatch.setattr(harden_mod, "SPLIT_SCHEME", "conversation")
+    with pytest.raises(RobustevalError, match="split"):
+        harden_mod.harden(cfg, tmp_path / "h", resume=True)
