@@ -87,6 +87,10 @@ class Detector(ABC):
     # bumped when what the detector computes changes while its settings (signature) do not, so
     # thresholds calibrated before stop applying (:meth:`identity`)
     version: ClassVar[int] = 1
+    #: marks a detector to code that must not import this module (robusteval.metrics.inner):
+    #: its own fallbacks (an abstention on a language it does not read) are deterministic
+    #: answers, not a failed request of a metric
+    is_detector: ClassVar[bool] = True
 
     def __init__(self, threshold: float | None = None) -> None:
         self.threshold = float(self.default_threshold if threshold is None else threshold)

@@ -114,6 +114,25 @@ def test_the_stack_is_walked_once_and_a_committee_member_s_fallback_blocks_the_c
     assert victim.cache_hits == 0  # a batch in which a member fell back is not cached
 
 
+def test_a_metric_with_an_analyze_method_keeps_its_fallbacks_in_the_cache_check() -> None:
+    """A detector's own counters are left out of fallback_total by its class (is_detector), not
+    by having an ``analyze`` method: a plugin metric that happens to define one still blocks the
+    victim cache when it falls back; a detector's abstentions still do not."""
+    from robusteval import detectors
+
+    class Analyzing(DownOnHello):
+        def analyze(self, samples):  # a metric's own helper, nothing to do with detectors
+            return [{"n": len(s.response)} for s in samples]
+
+    metric = Analyzing()
+    before = fallback_total(metric)
+    metric.score([dlg("x", "hello there")])
+    assert fallback_total(metric) == before + 1
+    det = detectors.load("source_support")
+    det.fallbacks["abstained_language:fr"] += 3
+    assert fallback_total(det) == 0
+
+
 def test_a_resumed_attack_log_attacks_again_the_samples_whose_requests_failed(tmp_path) -> None:
     backend = Flaky({("trip, b?", "ucumber")})  # only b's adversarial text: "Cucumber" in b's dialogue
     chosen = [attacks.load("generic-cucumber"), attacks.load("generic-hello")]

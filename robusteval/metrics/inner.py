@@ -71,12 +71,13 @@ def fallback_counters(metric: Any) -> list[Counter[str]]:
 def fallback_total(metric: Any, parts: list[Any] | None = None) -> int:
     """How many fallbacks ``metric`` and the metrics it wraps have counted so far: a victim
     batch of a search is cached only when this did not change. A detector's own counters (a
-    deterministic abstention on a language it does not read) are not among them; the metrics
+    deterministic abstention on a language it does not read; a detector is known by its class's
+    ``is_detector``, as metrics do not import detectors) are not among them; the metrics
     inside it (a committee detector's judges) are. ``parts``: ``inner_metrics(metric)`` walked
     once already (the walk costs far more than the sum, and a search asks before and after every
     batch)."""
     return sum(int(v) for m in (inner_metrics(metric) if parts is None else parts)
-               if not callable(getattr(m, "analyze", None))
+               if getattr(type(m), "is_detector", False) is not True
                for v in (getattr(m, "fallbacks", None) or {}).values())
 
 
