@@ -408,3 +408,18 @@ def test_score_and_attack_print_the_retry_note(tmp_path, capsys) -> None:
     assert main(["attack", "--metric", metric, "--dataset", str(path), "--task", "dialogue",
                  "--attacks", "generic-hello", "--out-dir", str(tmp_path / "attack")]) == 0
     assert retry_note(4, "attacked sample(s)", ["a", "b", "c", "d"]) in capsys.readouterr().out
+
+
+def test_a_failed_request_of_adveval_s_own_gold_judge_marks_the_sample(tmp_path) -> None:
+    """AdvEval builds its gold judge on first use and keeps it in a dict per task: a failure of
+    that judge marks the sample's rows, both in the unit that built it (a list no mark knew)
+    and in later units (the dict is walked)."""
+    from test_attacks_adveval import Generator
+
+    backend = Flaky({"trip, b?", "trip, d?"})
+    attack = attacks.load("adveval-neg", generator=Generator(), candidates=2, max_iters=1,
+                          gold={"backend": backend, "on_llm_error": "midpoint", "n": 1})
+    order = [SAMPLES[1], SAMPLES[0], SAMPLES[3]]  # b builds the judge and fails; a is fine; d fails
+    rows = read_jsonl(run_attacks(order, [attack], LengthMetric(), tmp_path / "results.jsonl", progress=False).path)
+    marked = {r["sample_id"]: r["meta"].get("llm_failed") for r in rows}
+    assert marked["b"] and marked["d"] and not marked["a"]

@@ -88,11 +88,11 @@ def fit_attacks(attacks: Sequence[Attack], fit_on: Sequence[Sample], victim: Cac
         if attack.name in saved and not saved[attack.name].get("llm_failed"):
             attack.load_fitted(saved[attack.name])  # type: ignore[attr-defined]
             continue
-        marks = failure_marks(victim)
+        marks = failure_marks(victim, attack)
         attack.fit(fit_on, victim)  # type: ignore[attr-defined]
         saved[attack.name] = attack.fitted_state()  # type: ignore[attr-defined]
         saved[attack.name]["fitted_on"] = [s.id for s in fit_on]
-        if failed := sum(failed_since(marks).values()):
+        if failed := sum(failed_since(marks, victim, attack).values()):
             saved[attack.name]["llm_failed"] = failed
         write_json(path, saved)
     return saved
@@ -276,7 +276,8 @@ class AttackWorker:
         criteria, crit = st.criteria, self.crit
         # failures of the victim, the gold and any judge an attack holds (AdvEval's own)
         counters0 = counters(victim_metric)
-        marks = failure_marks(victim_metric, gold, *(self.attacks[n] for n in names))
+        held = (victim_metric, gold, *(self.attacks[n] for n in names))
+        marks = failure_marks(*held)
         # the original and the reference in one victim call (the same text when there is no
         # separate reference, which the cache then scores once)
         ref_text = yardstick(sample, victim_metric)
@@ -357,7 +358,7 @@ class AttackWorker:
         delta = counter_delta(counters0, counters(victim_metric))
         if delta and rows:
             rows[-1]["meta"]["victim_counters"] = delta
-        failed = failed_since(marks)[sample.id]
+        failed = failed_since(marks, *held)[sample.id]  # a judge an attack built meanwhile too
         if failed:  # a fallback score may have decided any of them: a resume attacks the sample again
             for row in rows:
                 row["meta"]["llm_failed"] = failed

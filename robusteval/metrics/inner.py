@@ -40,7 +40,7 @@ def inner_metrics(metric: Any) -> list[Any]:
     elements of short lists/tuples, such as a committee's members or a guard's detectors) that
     are metrics, other scorers or detectors, recursively -- a guard's or a smoothed metric's
     ``metric``, a :class:`~robusteval.attacks.victim.CachedVictim`'s, a committee detector's
-    ``committee``."""
+    ``committee``, the values of a short dict (an attack's judges per task)."""
     out: list[Any] = []
     seen: set[int] = set()
 
@@ -50,9 +50,9 @@ def inner_metrics(metric: Any) -> list[Any]:
         seen.add(id(m))
         out.append(m)
         for value in (vars(m).values() if hasattr(m, "__dict__") else ()):
-            if isinstance(value, list | tuple):
+            if isinstance(value, list | tuple | dict):  # a dict's values: AdvEval's gold judge per task
                 if len(value) <= MAX_PARTS:
-                    for inner in value:
+                    for inner in (value.values() if isinstance(value, dict) else value):
                         if _part(inner):
                             walk(inner)
             elif value is not None and _part(value):
@@ -89,9 +89,14 @@ def failure_marks(*metrics: Any) -> FailureMarks:
     return [(log, len(log)) for log in logs.values()]
 
 
-def failed_since(marks: FailureMarks) -> Counter[str]:
-    """Per sample id, how many failed requests were recorded after ``marks`` were taken."""
-    return Counter(i for log, n in marks for i in log[n:])
+def failed_since(marks: FailureMarks, *metrics: Any) -> Counter[str]:
+    """Per sample id, how many failed requests were recorded after ``marks`` were taken. With
+    ``metrics`` (those the marks were taken of), also every failure of a part they hold now that
+    did not exist then: a judge built on first use (AdvEval's gold for a task) records its
+    first sample's failures in a list no mark knew."""
+    known = {id(log) for log, _ in marks}
+    fresh = [(log, 0) for log, _ in failure_marks(*metrics) if id(log) not in known] if metrics else []
+    return Counter(i for log, n in (*marks, *fresh) for i in log[n:])
 
 
 def forget_failures(marks: FailureMarks) -> None:
