@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from robusteval.training.data import SPLIT_SCHEME, effective_scheme
 
 from robusteval.asr import attack_key, family_key, paired_change
 from robusteval.attacks.base import ResultRow
@@ -218,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="keep only rows of samples in the test split (70 / 10 / 20) of each pair's "
                          "seed, one seed per pair: for results whose runs also attacked validation contexts "
                          "(benchmarks/judge_attacks.py's fitting samples)")
+    from robusteval.training.data import SPLIT_SCHEME, effective_scheme
+
     ap.add_argument("--split-by", choices=(SPLIT_SCHEME, "conversation", "context"), default=SPLIT_SCHEME,
                     help=f"how --test-split-seeds splits: {SPLIT_SCHEME} as runs since 2026-11-28 do; conversation "
                          "as runs since 2026-11-26 did (the same split of a registered dataset); or by the exact "

@@ -879,3 +879,22 @@ def _dump(cfg: dict, folder: Path) -> Path:
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def test_report_only_re_splits_only_the_sets_read_at_their_test_split() -> None:
+    """A run recorded as split by "conversation" (2026-11-26 to 11-28) on registered sets is
+    re-split alike today; a set correlated whole is read whole, whatever its name; a path read
+    at its test split was split by the path as written then, so it is refused."""
+    from types import SimpleNamespace
+
+    from robusteval.compare.render import refuse_other_split
+    from robusteval.errors import RobustevalError
+
+    old = {"split": "conversation"}
+    whole = SimpleNamespace(dataset="dailydialog-zhao", correlation=["data/other.jsonl", "usr-topicalchat"])
+    refuse_other_split(old, [whole])
+    tested = SimpleNamespace(dataset="dailydialog-zhao", correlation=[{"dataset": "data/other.jsonl", "split": "test"}])
+    with pytest.raises(RobustevalError, match="split its data by 'conversation'"):
+        refuse_other_split(old, [tested])
+    with pytest.raises(RobustevalError, match="by a scheme it did not record, this code"):
+        refuse_other_split({}, [whole])

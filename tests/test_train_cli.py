@@ -198,16 +198,23 @@ def test_only_the_rank_zero_process_holds_the_export_folder(monkeypatch) -> None
     assert TrainCLI.written_folders(cli(0), "fit") == []
 
 
-def test_a_checkpoint_of_another_split_is_not_resumed() -> None:
-    """--ckpt_path on a checkpoint whose data were split otherwise (a dataset given as a path,
-    split by the path as written before 2026-11-28) is refused: its train contexts are not this
-    run's. A registered dataset split the same both ways and resumes."""
+def test_a_checkpoint_of_another_split_is_not_resumed(tiny_bert, data_dir, tmp_path, capsys) -> None:
+    """--ckpt_path on a checkpoint whose data were split otherwise is refused before training:
+    one that records no scheme (every checkpoint written before 2026-11-28), or "conversation"
+    for a dataset given as a path (then split by the path as written). A registered dataset
+    split the same under "conversation" and resumes."""
     from robusteval.training.data import ScoringDataModule
 
     from robusteval.errors import RobustevalError
 
-    ScoringDataModule(datasets=["dailydialog-zhao:overall"]).load_state_dict({"split_scheme": "conversation"})
-    dm = ScoringDataModule(datasets=["data/mine.jsonl"])
-    dm.load_state_dict(dm.state_dict())
+    ScoringDataModule(datasets=["dailydialog-zhao:overall"]).check_split("conversation")
     with pytest.raises(RobustevalError, match="split its data by 'conversation'"):
-        dm.load_state_dict({"split_scheme": "conversation"})
+        ScoringDataModule(datasets=["data/mine.jsonl"]).check_split("conversation")
+    cfg = write_config(tmp_path, tiny_bert, data_dir, "old", epochs=1, limit=40)
+    assert main(["train", "fit", "--config", str(cfg)]) == 0
+    last = tmp_path / "old" / "logs" / "version_0" / "checkpoints" / "last.ckpt"
+    state = json.loads((last / "state.json").read_text())
+    state.pop("ScoringDataModule")  # as a checkpoint of code before the scheme was recorded
+    (last / "state.json").write_text(json.dumps(state))
+    assert main(["train", "fit", "--config", str(cfg), "--trainer.max_epochs", "2", "--ckpt_path", str(last)]) == 2
+    assert "a scheme it does not record (written before 2026-11-28)" in capsys.readouterr().err

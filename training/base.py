@@ -325,6 +325,17 @@ class EvaluatorModule(pl.LightningModule):
                 raise RobustevalError(msg)
         return model
 
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A checkpoint loaded into a trainer whose data module splits data
+        (:class:`~robusteval.training.data.ScoringDataModule`) continues only on the split it
+        was written with: the scheme it recorded is checked here, where the whole checkpoint is
+        seen (Lightning hands a data module its state only when the checkpoint has one)."""
+        trainer = getattr(self, "_trainer", None)
+        dm = getattr(trainer, "datamodule", None) if trainer is not None else None
+        check = getattr(dm, "check_split", None)
+        if callable(check):
+            check((checkpoint.get(type(dm).__qualname__) or {}).get("split_scheme"))
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         keep = {n for n, p in self.named_parameters() if p.requires_grad}
         checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in keep}

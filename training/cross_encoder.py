@@ -174,9 +174,11 @@ class CrossEncoderModule(EvaluatorModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Map a training checkpoint written before the adapter wrapped the whole scorer
-        (``scorer.encoder.base_model.model.*``, ``scorer.head.*``) to today's names."""
+        (``scorer.encoder.base_model.model.*``, ``scorer.head.*``) to today's names (after the
+        base class's check of the split the checkpoint was trained on)."""
         from peft import PeftModel
 
+        super().on_load_checkpoint(checkpoint)
         state = checkpoint.get("state_dict") or {}
         if not isinstance(self.scorer, PeftModel) or not any(k.startswith("scorer.encoder.base_model.") for k in state):
             return

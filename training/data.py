@@ -372,20 +372,21 @@ class ScoringDataModule(pl.LightningDataModule):
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint records of the data: the split scheme, so that ``--ckpt_path``
-        resumes a training only on the split it began on (:meth:`load_state_dict`)."""
+        continues a training only on the split it began on (:meth:`check_split`)."""
         return {"split_scheme": SPLIT_SCHEME}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Refuse a checkpoint whose data were split otherwise than this code splits them (a
-        dataset given as a path before 2026-11-28): its train contexts are not this run's.
-        Checkpoints written before the scheme was recorded carry no data state; they resume
-        as before."""
-        scheme = state_dict.get("split_scheme")
+    def check_split(self, scheme: str | None) -> None:
+        """Refuse a checkpoint whose data were split otherwise than this code splits them
+        (called by :meth:`robusteval.training.base.EvaluatorModule.on_load_checkpoint` with the
+        scheme the checkpoint recorded, None for one written before it recorded any): its train,
+        validation and test contexts are not this run's, so going on from it would train on
+        other contexts and test on contexts it may have trained on."""
         names = [parse_spec(n)[0] for n in [*self.datasets, *(self.hparams.self_supervised or [])]]
         if not same_split(scheme, names):
-            raise RobustevalError(f"this checkpoint's training split its data by {scheme!r}; this code splits "
-                                  f"{', '.join(names)} by {SPLIT_SCHEME!r}, so its train contexts are other "
-                                  "ones: train from scratch instead of resuming it")
+            said = repr(scheme) if scheme else "a scheme it does not record (written before 2026-11-28)"
+            raise RobustevalError(f"this checkpoint's training split its data by {said}; this code splits "
+                                  f"{', '.join(names)} by {SPLIT_SCHEME!r}, so its train / val / test contexts are "
+                                  "other ones: train from scratch")
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         assert self.pool is not None, "call setup() first"

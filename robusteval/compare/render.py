@@ -85,12 +85,16 @@ def refuse_other_split(report: dict[str, Any], suites: list[Any]) -> None:
     from robusteval.errors import RobustevalError
     from robusteval.training.data import SPLIT_SCHEME, same_split
 
+    # the sets split here: each suite's own and the correlation entries read at their test split
+    # (a set correlated whole is loaded whole, whatever the scheme)
     names = [n for spec in suites for n in
-             [spec.dataset, *(correlation_target(e, spec.dataset)[0] for e in spec.correlation)]]
+             [spec.dataset, *(name for name, test_only in (correlation_target(e, spec.dataset)
+                                                            for e in spec.correlation) if test_only)]]
     scheme = report.get("split")
     if not same_split(scheme, names):
-        raise RobustevalError(f"the run split its data by {scheme or 'a scheme it did not record'!r}, this code "
-                              f"by {SPLIT_SCHEME!r}: its correlation sets' test contexts cannot be rebuilt")
+        said = repr(scheme) if scheme else "a scheme it did not record"
+        raise RobustevalError(f"the run split its data by {said}, this code by {SPLIT_SCHEME!r}: its "
+                              "correlation sets' test contexts cannot be rebuilt")
 
 
 def fill_validity(variants: dict[str, Any], folder: Path, sets: dict[str, list[Any]], n_boot: int, seed: int) -> None:
