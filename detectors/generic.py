@@ -13,7 +13,8 @@ Two signals, the larger one is the suspicion:
   (not stop words, alphabetic), so a one-word reply like "Cucumber" scores 0.75 and a reply
   with four or more content words scores 0. In scripts written without spaces (Chinese,
   Japanese, Thai, Lao, Khmer, Myanmar) words are estimated from the length of each run
-  (:func:`word_count`), so "我今天下午去公园散步了" counts as six words, not one.
+  (:func:`word_count`), so "我今天下午去公园散步了" counts as six words, not one; a number
+  inside such a run is skipped, not taken to void it ("现在大约40岁" has three content words).
 
 For dialogue responses only by default (``tasks``); a short summary is not "generic" in this
 sense, so other tasks get 0 and are counted as ``not_applicable``.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import unicodedata
 from typing import Any, ClassVar
 
@@ -77,11 +79,24 @@ def word_count(token: str) -> int:
     return max(1, round(seg + unseg))
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def content_count(token: str) -> int:
+    """Content words in one token of :func:`robusteval.text.words`. A spaced word is one content
+    word or none (a number, a stop word). A run of an unsegmented script is a whole phrase, so a
+    digit inside it ("现在大约40岁", "about 40 now") must not void the phrase: its runs of
+    non-digits are counted, each by :func:`word_count`."""
+    if not any(_unsegmented(ch) for ch in token):
+        return 1 if _content(token) else 0
+    return sum(word_count(part) for part in _DIGITS.split(token) if part and _content(part))
+
+
 def features(text: str) -> dict[str, Any]:
     w = words(text)
     ws = set(w)
     best = max((len(ws & g) / len(ws | g) for g in generic_sets()), default=0.0) if ws else 0.0
-    content = sum(word_count(x) for x in w if _content(x))
+    content = sum(content_count(x) for x in w)
     return {"generic_similarity": best, "content_words": content, "words": sum(word_count(x) for x in w)}
 
 
@@ -95,6 +110,8 @@ class Generic(Detector):
                              "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models")
     default_threshold: ClassVar[float] = 0.75
     reads: ClassVar[tuple[str, ...]] = ("task", "response")
+    # 2: a number inside a run of an unsegmented script no longer voids the run's content words
+    version: ClassVar[int] = 2
 
     def __init__(self, tasks: tuple[str, ...] | list[str] = ("dialogue",), min_content: int = 4,
                  threshold: float | None = None) -> None:
