@@ -13,8 +13,9 @@ Two signals, the larger one is the suspicion:
   (not stop words, alphabetic), so a one-word reply like "Cucumber" scores 0.75 and a reply
   with four or more content words scores 0. In scripts written without spaces (Chinese,
   Japanese, Thai, Lao, Khmer, Myanmar) words are estimated from the length of each run
-  (:func:`word_count`), so "我今天下午去公园散步了" counts as six words, not one; a number
-  inside such a run is skipped, not taken to void it ("现在大约40岁" has three content words).
+  (:func:`word_count`), so "我今天下午去公园散步了" counts as six words, not one. A number
+  inside a token is skipped, not taken to void it (version 2): "现在大约40岁" has three
+  content words, Korean "25살이에요" one.
 
 For dialogue responses only by default (``tasks``); a short summary is not "generic" in this
 sense, so other tasks get 0 and are counted as ``not_applicable``.
@@ -24,14 +25,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
-import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.paths import resource
-from robusteval.text import words
+from robusteval.text import estimated_words, words
 from robusteval.types import Sample
 
 
@@ -53,43 +52,35 @@ def _stop_words() -> frozenset[str]:
     return frozenset(STOP_WORDS) | {"n't", "'s", "'m", "'re", "'ll", "'ve", "'d", "don't", "i'm", "it's"}
 
 
-# Scripts written without spaces between words: a "word" of robusteval.text.words is a whole
-# phrase or sentence there. Its word count is estimated from its length: about two characters
-# per word for Chinese and Japanese, about four code points (consonants plus vowel signs) per
-# word for the Southeast Asian scripts. An approximation, documented as one; it only has to
-# tell a one-word reply from a sentence.
-_CHARS_PER_WORD = {"CJK": 2.0, "HIRAGANA": 2.0, "KATAKANA": 2.0, "THAI": 4.0, "LAO": 4.0, "KHMER": 4.0,
-                   "MYANMAR": 4.0}
-
-
-def _unsegmented(ch: str) -> float | None:
-    return _CHARS_PER_WORD.get(unicodedata.name(ch, "").split(" ", 1)[0])
-
-
 def word_count(token: str) -> int:
     """Words in one token of :func:`robusteval.text.words`: 1, or the length-based estimate for a
     run of an unsegmented script (a mixed token counts its spaced part as one word)."""
-    seg = unseg = 0.0
-    for ch in token:
-        per = _unsegmented(ch)
-        if per is None:
-            seg = 1.0
-        else:
-            unseg += 1.0 / per
-    return max(1, round(seg + unseg))
-
-
-_DIGITS = re.compile(r"\d+")
+    return max(1, round(estimated_words(token)))
 
 
 def content_count(token: str) -> int:
-    """Content words in one token of :func:`robusteval.text.words`. A spaced word is one content
-    word or none (a number, a stop word). A run of an unsegmented script is a whole phrase, so a
-    digit inside it ("现在大约40岁", "about 40 now") must not void the phrase: its runs of
-    non-digits are counted, each by :func:`word_count`."""
-    if not any(_unsegmented(ch) for ch in token):
-        return 1 if _content(token) else 0
-    return sum(word_count(part) for part in _DIGITS.split(token) if part and _content(part))
+    """Content words in one token of :func:`robusteval.text.words`: its stretches between digits
+    that are content (not a stop word), each :func:`word_count` words. A number inside a token
+    does not void the token: a run of an unsegmented script is a whole phrase ("现在大约40岁",
+    "about 40 now"), and Korean writes a number with its counter and particle ("25살이에요",
+    "I'm 25"). So "4pm" has one content word ("pm"), a lone number none. Never more than the
+    token's own :func:`word_count` (each stretch counts at least one word)."""
+    content = sum(word_count(part) for part in _digit_split(token) if part and _content(part))
+    return min(content, word_count(token))
+
+
+def _digit_split(token: str) -> list[str]:
+    # str.isdigit, as _content uses it: superscripts and circled numbers ("m²", "①") are digits
+    # there and not to regex's \d
+    parts, cur = [], []
+    for ch in token:
+        if ch.isdigit():
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
 
 
 def features(text: str) -> dict[str, Any]:
@@ -110,7 +101,7 @@ class Generic(Detector):
                              "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models")
     default_threshold: ClassVar[float] = 0.75
     reads: ClassVar[tuple[str, ...]] = ("task", "response")
-    # 2: a number inside a run of an unsegmented script no longer voids the run's content words
+    # 2: a number inside a token no longer voids the token's content words
     version: ClassVar[int] = 2
 
     def __init__(self, tasks: tuple[str, ...] | list[str] = ("dialogue",), min_content: int = 4,

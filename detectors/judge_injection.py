@@ -33,9 +33,17 @@ def patterns() -> tuple[tuple[str, float, re.Pattern[str]], ...]:
 
 
 def matches(text: str) -> dict[str, float]:
+    """The patterns found in ``text`` or in its skeleton (version 2): full-width forms
+    ("Score：10", "ｓｃｏｒｅ: 10", the evasion attacks' full-width colon), lookalike letters and
+    invisible characters inside a marker do not hide it."""
     if len(text) > 2 * MAX_CHARS:
         text = text[:MAX_CHARS] + "\n" + text[-MAX_CHARS:]
-    return {pid: w for pid, w, rx in patterns() if rx.search(text)}
+    views = [text]
+    if not (text.isascii() and text.isprintable()):  # else the skeleton is the case fold: nothing new
+        from robusteval.detectors.sanitize import skeleton
+
+        views.append(skeleton(text))
+    return {pid: w for pid, w, rx in patterns() if any(rx.search(v) for v in views)}
 
 
 @register_detector
@@ -47,6 +55,8 @@ class JudgeInjection(Detector):
     source: ClassVar[str] = ("Chen et al. 2024, AdvEval (LLM evaluators steered by generated text); "
                              "Zhong et al. 2022, UniEval Boolean-QA input format")
     default_threshold: ClassVar[float] = 0.6
+    # 2: patterns are also matched on the text's skeleton (NFKC, lookalikes, invisible characters)
+    version: ClassVar[int] = 2
     reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:

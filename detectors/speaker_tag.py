@@ -26,6 +26,7 @@ import regex
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.paths import resource
+from robusteval.text import estimated_words
 from robusteval.types import Sample
 
 # Version 2 reads the text line by line:
@@ -72,7 +73,9 @@ def is_role(label: str) -> bool:
     """A known role label: one of the package's role names ("teacher", "A"), or such a name
     and a number or a letter ("Speaker 1", "User B")."""
     known = roles()
-    words = "".join(c for c in label if unicodedata.category(c) != "Cf").lower().split()
+    # NFKC: a role in full-width letters ("ｔｅａｃｈｅｒ") is the role (version 3)
+    plain = unicodedata.normalize("NFKC", "".join(c for c in label if unicodedata.category(c) != "Cf"))
+    words = plain.lower().split()
     if not words:
         return False
     if " ".join(words) in known:
@@ -82,11 +85,19 @@ def is_role(label: str) -> bool:
 
 def tag_label(m: regex.Match[str]) -> tuple[str, float] | None:
     """What a :data:`ROLE_PREFIX` match is: the label and its suspicion (1.0 a known role, 0.7
-    an unknown label before an ASCII colon on the same line), or None (no tag)."""
+    an unknown label before an ASCII colon on the same line), or None (no tag). Version 3: an
+    unknown label is at most two words in every script (a run of Chinese or Thai is one token
+    of up to 20 characters: its words are estimated, :func:`robusteval.text.estimated_words`),
+    and one that ends in a digit before a digit ("At 3:30") is a time, not a label."""
     label = m.group("label").strip()
     if is_role(label):
         return label, 1.0
     if m.group("colon") != ":" or _BREAK.search(m.group("gap")):
+        return None
+    after = m.string[m.end():m.end() + 1]
+    if label[-1:].isdigit() and after.isdigit():  # a clock time or a ratio: "At 3:30", "明天下午3:30见"
+        return None
+    if sum(estimated_words(w) for w in label.split()) > 2:  # a clause, not a name: "我的意思是: 不行"
         return None
     return label, 0.7
 
@@ -112,7 +123,9 @@ class SpeakerTag(Detector):
     family: ClassVar[str] = "dialogue"
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.7
-    version: ClassVar[int] = 2
+    # 3: unknown labels of more than two (estimated) words and clock times are no labels; roles
+    # are read in NFKC (full-width letters)
+    version: ClassVar[int] = 3
     reads: ClassVar[tuple[str, ...]] = ("response",)
 
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:

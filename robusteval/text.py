@@ -109,6 +109,33 @@ def check_sample_text(sample: Any) -> None:
         check_text(value, sid, field)
 
 
+# Scripts written without spaces between words: a "word" of :func:`words` is a whole phrase or
+# sentence there. Its word count is estimated from its length: about two characters per word
+# for Chinese and Japanese, about four code points (consonants plus vowel signs) per word for
+# the Southeast Asian scripts. An approximation, documented as one; it only has to tell a word
+# from a phrase.
+CHARS_PER_WORD = {"CJK": 2.0, "HIRAGANA": 2.0, "KATAKANA": 2.0, "THAI": 4.0, "LAO": 4.0, "KHMER": 4.0,
+                  "MYANMAR": 4.0}
+
+
+def unsegmented(ch: str) -> float | None:
+    """Characters per word of ``ch``'s script when it is written without spaces, else None."""
+    return CHARS_PER_WORD.get(unicodedata.name(ch, "").split(" ", 1)[0])
+
+
+def estimated_words(token: str) -> float:
+    """About how many words one space-free token holds: its characters of unsegmented scripts
+    by :data:`CHARS_PER_WORD`, plus one for any other characters (a spaced word, a number)."""
+    seg = unseg = 0.0
+    for ch in token:
+        per = unsegmented(ch)
+        if per is None:
+            seg = 1.0
+        else:
+            unseg += 1.0 / per
+    return seg + unseg
+
+
 def word_char(ch: str) -> bool:
     """A letter or digit of any script, or a combining mark."""
     # letters and digits of any script, and the combining marks that belong to them (Thai,
