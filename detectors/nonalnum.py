@@ -13,8 +13,10 @@ the whole of Unicode:
   one-character word and its full stop ("예.", "是。") reads like English "No.";
 * invisible or reserved characters (control, format / zero-width, private use, surrogates,
   unassigned) — none belongs in a response, except the zero-width (non-)joiners that spell
-  words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts) and emoji ZWJ
-  sequences;
+  words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts), emoji ZWJ
+  sequences, and (version 5) the directional marks of right-to-left text (RLM in Arabic or
+  Hebrew) and variation selectors after an emoji, a keycap digit or a CJK ideograph
+  (:func:`spelling_mark`); a variation selector anywhere else is invisible (version 5);
 * homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek), and
   (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or
   Greek letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
@@ -85,14 +87,70 @@ def _letter_script(ch: str) -> str | None:
 def joiner_in_word(text: str, i: int) -> bool:
     """Whether the ZWNJ / ZWJ at ``text[i]`` is spelling, not an invisible-character attack:
     between two letters (or a letter and a mark) of the same joining script, or a ZWJ between
-    two pictographs (an emoji sequence such as a family or a profession)."""
+    two pictographs (an emoji sequence such as a family or a profession; version 5: an emoji
+    before it may carry its presentation selector, "❤️\u200d🔥", "🏳️\u200d🌈")."""
     if text[i] not in _JOINERS or i == 0 or i + 1 >= len(text):
         return False
-    prev, nxt = text[i - 1], text[i + 1]
+    j = i - 1
+    if text[j] in _SELECTORS and j > 0:
+        j -= 1
+    prev, nxt = text[j], text[i + 1]
     if text[i] == "\u200d" and unicodedata.category(prev) in {"So", "Sk"} and unicodedata.category(nxt) == "So":
         return True
-    a, b = _letter_script(prev), _letter_script(nxt)
+    a, b = _letter_script(text[i - 1]), _letter_script(nxt)
     return a is not None and a == b and a in _JOINING_SCRIPTS
+
+
+_SELECTORS = {"\ufe0e", "\ufe0f"}  # text / emoji presentation selectors
+#: left-to-right, right-to-left and Arabic letter marks: how bidirectional text is written right
+_BIDI_MARKS = {"\u200e", "\u200f", "\u061c"}
+_RTL_SCRIPTS = {"ARABIC", "HEBREW", "SYRIAC", "THAANA", "NKO", "SAMARITAN", "MANDAIC"}
+_BIDI_REACH = 8  # characters looked through (spaces, digits, punctuation) for the nearest letter
+
+
+def bidi_mark_in_rtl(text: str, i: int) -> bool:
+    """Whether the directional mark at ``text[i]`` (LRM, RLM, ALM) sits in right-to-left text
+    (version 5): the nearest letter before or after it, within :data:`_BIDI_REACH` characters,
+    is of a right-to-left script ("مرحبا\u200f 2024", "שלום\u200f!"), and it does not stand
+    inside a word of another script ("te\u200facher" is an invisible-character attack)."""
+    if text[i] not in _BIDI_MARKS:
+        return False
+
+    def nearest(step: int) -> str | None:
+        j = i + step
+        while 0 <= j < len(text) and abs(j - i) <= _BIDI_REACH:
+            if (script := _letter_script(text[j])) is not None:
+                return script
+            j += step
+        return None
+
+    before, after = nearest(-1), nearest(1)
+    inside = _letter_script(text[i - 1]) if i > 0 else None
+    if inside is not None and inside == (_letter_script(text[i + 1]) if i + 1 < len(text) else None) \
+            and inside not in _RTL_SCRIPTS:
+        return False
+    return before in _RTL_SCRIPTS or after in _RTL_SCRIPTS
+
+
+def spelling_mark(text: str, i: int) -> bool:
+    """Whether the format character at ``text[i]`` is part of how the text is written, not
+    hidden in it: a joiner that spells a word or an emoji sequence (:func:`joiner_in_word`), or
+    a directional mark in right-to-left text (:func:`bidi_mark_in_rtl`), or a presentation
+    selector after an emoji or a keycap's digit ("❤️", "1️⃣")."""
+    if is_selector(text[i]):
+        return i > 0 and (unicodedata.category(text[i - 1]) in _SELECTOR_BASES or text[i - 1] in "#*"
+                          or char_script(text[i - 1]) == "CJK")  # ideographic variation sequences
+    return joiner_in_word(text, i) or bidi_mark_in_rtl(text, i)
+
+
+_SELECTOR_BASES = {"So", "Sk", "Sm", "Nd"}  # emoji, keycaps and the symbols with standardized variants
+
+
+def is_selector(ch: str) -> bool:
+    """A variation selector (VS1-VS16, VS17-VS256): invisible, and a carrier of hidden data
+    ("emoji smuggling") wherever it does not select a glyph of the character before it."""
+    o = ord(ch)
+    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
 
 
 @functools.lru_cache(maxsize=1)
@@ -255,10 +313,11 @@ def features(text: str) -> dict[str, Any]:
         if ch.isspace() and ch not in {"\u200b", "\u2060", "\ufeff"}:
             run = 0
             continue
-        if ch in _JOINERS and joiner_in_word(text, i):
-            continue  # part of the word's spelling: neither invisible nor punctuation
+        if (ch in _JOINERS or ch in _BIDI_MARKS) and spelling_mark(text, i):
+            continue  # part of the word's spelling or direction: neither invisible nor punctuation
         cat = unicodedata.category(ch)
-        if cat in HIDDEN_CATEGORIES and ch not in _ALLOWED_CONTROL:
+        hidden = cat in HIDDEN_CATEGORIES and ch not in _ALLOWED_CONTROL
+        if hidden or (is_selector(ch) and not spelling_mark(text, i)):  # v5: "te\ufe0facher" too
             invisible += 1
         nonspace += 1
         if ch.isalnum() or cat[0] == "M":  # combining marks (Devanagari vowel signs...) belong to letters
@@ -286,8 +345,11 @@ class NonAlnum(Detector):
     default_threshold: ClassVar[float] = 0.5
     reads: ClassVar[tuple[str, ...]] = ("response",)
     # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies); v3: whole-token
-    # lookalikes count as homoglyphs; v4: such a word is read in any text (poses_as_word)
-    version: ClassVar[int] = 4
+    # lookalikes count as homoglyphs; v4: such a word is read in any text (poses_as_word); v5: an
+    # emoji ZWJ sequence after a presentation selector and directional marks in right-to-left
+    # text are writing, not invisible characters (spelling_mark); a variation selector that
+    # selects nothing (after a letter) is one
+    version: ClassVar[int] = 5
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,
                  threshold: float | None = None) -> None:

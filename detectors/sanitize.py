@@ -11,8 +11,9 @@ robusteval's. :func:`sanitize` removes what no honest response needs and records
   return; the control characters that end a line, U+000B, U+000C, U+001C-U+001E and U+0085,
   become newlines, recorded as ``line_breaks``), private-use, surrogate and unassigned code
   points, and the default-ignorable ones of :func:`robusteval.text.is_invisible`; a zero-width
-  (non-)joiner that spells a word in a script that uses it (Persian ZWNJ, Devanagari conjuncts, emoji ZWJ sequences; see
-  :func:`robusteval.detectors.nonalnum.joiner_in_word`) is kept;
+  (non-)joiner that spells a word in a script that uses it (Persian ZWNJ, Devanagari conjuncts),
+  an emoji's ZWJ sequence and presentation selector, and a directional mark in right-to-left
+  text are kept (:func:`robusteval.detectors.nonalnum.spelling_mark`);
 * **homoglyphs** -- inside a token that mixes Latin with Cyrillic or Greek letters, the
   lookalike letters (Unicode TS #39, ``confusables.txt``) are mapped to one script: to Latin
   when every non-Latin letter is a lookalike of a Latin one (``"pаypal"`` with a Cyrillic a,
@@ -44,8 +45,8 @@ from robusteval.detectors.nonalnum import (
     CONFUSABLE_SCRIPTS,
     HIDDEN_CATEGORIES,
     char_script,
-    joiner_in_word,
     lookalike_tokens,
+    spelling_mark,
     to_latin,
 )
 from robusteval.detectors.speaker_tag import LINE_BREAKS, ROLE_PREFIX, tag_label
@@ -117,7 +118,7 @@ def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
             kept.append("\n")
             continue
         hidden = unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
-        if hidden and not joiner_in_word(text, i):
+        if hidden and not spelling_mark(text, i):
             gone[f"U+{ord(ch):04X}"] += 1
             continue
         kept.append(ch)

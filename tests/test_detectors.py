@@ -126,14 +126,26 @@ def test_nonalnum_flags_triggers_not_clean_text_in_any_script() -> None:
     "यह क्\u200dष अक्षर है।",  # Devanagari: ZWJ after a virama asks for the half form
     "ফলাফল র\u200d্যাব",  # Bengali ya-phala with ZWJ
     "family \U0001F468\u200d\U0001F469\u200d\U0001F467 photo",  # an emoji ZWJ sequence
+    # version 5: an emoji's presentation selector before the joiner, directional marks in
+    # right-to-left text, variation selectors that select a glyph
+    "I love you \u2764\ufe0f\u200d\U0001F525",  # heart on fire
+    "Pride \U0001F3F3\ufe0f\u200d\U0001F308",  # rainbow flag
+    "\U0001F575\ufe0f\u200d\u2640\ufe0f found it",
+    "1\ufe0f\u20e3 first, \u00a9\ufe0f 2024",  # a keycap, a symbol in emoji style
+    "مرحبا\u200f 2024",  # Arabic: a right-to-left mark before a number
+    "שלום\u200f!",  # Hebrew
+    "hello \u200fمرحبا",
+    "葛\U000E0100城",  # an ideographic variation sequence
 ])
 def test_nonalnum_accepts_joiners_that_spell_words(text: str) -> None:
     assert nonalnum.features(text)["invisible"] == 0
     assert detectors.load("nonalnum").detect([dlg(text)])[0] < 0.5
+    assert sanitize.sanitize(text).text == text  # nothing of it is removed either
 
 
 @pytest.mark.parametrize("text", ["hello\u200dworld", "Привет\u200cмир", "می \u200cخواهم", "\u200cمی", "ok\u200c",
-                                  "违\u200d规"])
+                                  "违\u200d规", "te\u200facher", "hello\u200f world", "\u2764\ufe0f\u200dx",
+                                  "te\ufe0facher", "te\U000E0101acher"])
 def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
     assert nonalnum.features(text)["invisible"] == 1
     assert detectors.load("nonalnum").detect([dlg(text)])[0] >= 0.5
