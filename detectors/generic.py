@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from robusteval.detectors.base import Detector, register_detector
 
 from robusteval.paths import resource
-from robusteval.text import estimated_words, words
+from robusteval.text import estimated_words, unsegmented, words
 from robusteval.types import Sample
 
 
@@ -63,9 +63,14 @@ def content_count(token: str) -> int:
     that are content (not a stop word), each :func:`word_count` words. A number inside a token
     does not void the token: a run of an unsegmented script is a whole phrase ("现在大约40岁",
     "about 40 now"), and Korean writes a number with its counter and particle ("25살이에요",
-    "I'm 25"). So "4pm" has one content word ("pm"), a lone number none. Never more than the
-    token's own :func:`word_count` (each stretch counts at least one word)."""
-    content = sum(word_count(part) for part in _digit_split(token) if part and _content(part))
+    "I'm 25"). Beside a number, a stretch of a spaced script needs three characters: "covid19"
+    and "25살이에요" have one content word, "4pm", "2nd", "1960s", "15mg" none, as a lone number.
+    Never more than the token's own :func:`word_count` (each stretch counts at least one word)."""
+    parts = _digit_split(token)
+    if len(parts) == 1:
+        return word_count(token) if _content(token) else 0
+    content = sum(word_count(part) for part in parts
+                  if _content(part) and (len(part) >= 3 or any(unsegmented(ch) for ch in part)))
     return min(content, word_count(token))
 
 

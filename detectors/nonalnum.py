@@ -44,6 +44,7 @@ from robusteval.detectors.base import Detector, register_detector, squash
 
 from robusteval.langid import known_word
 from robusteval.paths import resource
+from robusteval.text import is_invisible
 from robusteval.types import Sample
 
 _ALLOWED_CONTROL = {"\n", "\t", "\r"}
@@ -109,11 +110,15 @@ _BIDI_REACH = 8  # characters looked through (spaces, digits, punctuation) for t
 
 
 def bidi_mark_in_rtl(text: str, i: int) -> bool:
-    """Whether the directional mark at ``text[i]`` (LRM, RLM, ALM) sits in right-to-left text
-    (version 5): the nearest letter before or after it, within :data:`_BIDI_REACH` characters,
-    is of a right-to-left script ("مرحبا\u200f 2024", "שלום\u200f!"), and it does not stand
-    inside a word of another script ("te\u200facher" is an invisible-character attack)."""
-    if text[i] not in _BIDI_MARKS:
+    """Whether the directional mark at ``text[i]`` (LRM, RLM, ALM) is how right-to-left text is
+    written (version 5): one mark, not a run of them, at the edge of a word (not between two
+    letters or marks), whose nearest letter before or after it, within :data:`_BIDI_REACH`
+    characters, is of a right-to-left script ("مرحبا\u200f 2024", "שלום\u200f!", "hello
+    \u200fمرحبا"). A mark inside a word ("مر\u200fحبا", "te\u200facher") or after another
+    mark is an invisible-character attack."""
+    if text[i] not in _BIDI_MARKS or (i > 0 and text[i - 1] in _BIDI_MARKS):
+        return False
+    if 0 < i < len(text) - 1 and _letter_script(text[i - 1]) and _letter_script(text[i + 1]):
         return False
 
     def nearest(step: int) -> str | None:
@@ -124,33 +129,64 @@ def bidi_mark_in_rtl(text: str, i: int) -> bool:
             j += step
         return None
 
-    before, after = nearest(-1), nearest(1)
-    inside = _letter_script(text[i - 1]) if i > 0 else None
-    if inside is not None and inside == (_letter_script(text[i + 1]) if i + 1 < len(text) else None) \
-            and inside not in _RTL_SCRIPTS:
+    return nearest(-1) in _RTL_SCRIPTS or nearest(1) in _RTL_SCRIPTS
+
+
+def _ideograph(ch: str) -> bool:
+    return unicodedata.name(ch, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"))
+
+
+def selects_a_glyph(text: str, i: int) -> bool:
+    """Whether the variation selector at ``text[i]`` selects a glyph of the character before it
+    (version 5), one selector per character:
+
+    * VS15 / VS16 (text or emoji style) after a symbol outside ASCII (an emoji, "©", "↔",
+      "‼"), or after an ASCII digit, "#" or "*" that a keycap mark follows ("1\ufe0f\u20e3");
+    * VS1-VS14 (standardized variants) after a CJK ideograph or a mathematical symbol;
+    * VS17-VS256 (ideographic variation sequences) after a CJK ideograph.
+
+    Anywhere else -- after a letter, a digit, punctuation, another selector -- it selects
+    nothing and hides in the text (selectors smuggle data: one per character is a byte)."""
+    if i == 0 or is_selector(text[i - 1]):
         return False
-    return before in _RTL_SCRIPTS or after in _RTL_SCRIPTS
+    base, o = text[i - 1], ord(text[i])
+    if text[i] in _SELECTORS:
+        if base.isascii():
+            return base in "0123456789#*" and text[i + 1:i + 2] == "\u20e3"
+        return unicodedata.category(base) in {"So", "Sk", "Sm", "Po", "Pd"}
+    if o <= 0xFE0D:
+        return _ideograph(base) or unicodedata.category(base) == "Sm"
+    return _ideograph(base)
+
+
+def hidden_char(ch: str) -> bool:
+    """A character that shows nothing and is not a space, newline or tab: format, control,
+    private-use, surrogate and unassigned code points and the default-ignorable ones
+    (:func:`robusteval.text.is_invisible`: variation selectors, the combining grapheme joiner,
+    Hangul fillers). ``nonalnum`` counts them as invisible and ``sanitize`` removes them, both
+    except a :func:`spelling_mark` (version 5: before, ``nonalnum`` missed the default-ignorable
+    ones that are no format character, which ``sanitize`` removed)."""
+    if ch in _ALLOWED_CONTROL:
+        return False
+    return unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
 
 
 def spelling_mark(text: str, i: int) -> bool:
     """Whether the format character at ``text[i]`` is part of how the text is written, not
     hidden in it: a joiner that spells a word or an emoji sequence (:func:`joiner_in_word`), or
-    a directional mark in right-to-left text (:func:`bidi_mark_in_rtl`), or a presentation
-    selector after an emoji or a keycap's digit ("❤️", "1️⃣")."""
+    a directional mark in right-to-left text (:func:`bidi_mark_in_rtl`), or a variation
+    selector that selects a glyph (:func:`selects_a_glyph`: "❤️", "1️⃣", an ideographic variant)."""
     if is_selector(text[i]):
-        return i > 0 and (unicodedata.category(text[i - 1]) in _SELECTOR_BASES or text[i - 1] in "#*"
-                          or char_script(text[i - 1]) == "CJK")  # ideographic variation sequences
+        return selects_a_glyph(text, i)
     return joiner_in_word(text, i) or bidi_mark_in_rtl(text, i)
 
 
-_SELECTOR_BASES = {"So", "Sk", "Sm", "Nd"}  # emoji, keycaps and the symbols with standardized variants
-
-
 def is_selector(ch: str) -> bool:
-    """A variation selector (VS1-VS16, VS17-VS256): invisible, and a carrier of hidden data
-    ("emoji smuggling") wherever it does not select a glyph of the character before it."""
+    """A variation selector (VS1-VS16, VS17-VS256; Mongolian free variation selectors):
+    invisible, and a carrier of hidden data ("emoji smuggling") wherever it does not select a
+    glyph of the character before it."""
     o = ord(ch)
-    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
+    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF or 0x180B <= o <= 0x180D or o == 0x180F
 
 
 @functools.lru_cache(maxsize=1)
@@ -313,11 +349,10 @@ def features(text: str) -> dict[str, Any]:
         if ch.isspace() and ch not in {"\u200b", "\u2060", "\ufeff"}:
             run = 0
             continue
-        if (ch in _JOINERS or ch in _BIDI_MARKS) and spelling_mark(text, i):
-            continue  # part of the word's spelling or direction: neither invisible nor punctuation
         cat = unicodedata.category(ch)
-        hidden = cat in HIDDEN_CATEGORIES and ch not in _ALLOWED_CONTROL
-        if hidden or (is_selector(ch) and not spelling_mark(text, i)):  # v5: "te\ufe0facher" too
+        if hidden_char(ch):
+            if spelling_mark(text, i):
+                continue  # part of the text's spelling, direction or glyphs: neither invisible nor a letter
             invisible += 1
         nonspace += 1
         if ch.isalnum() or cat[0] == "M":  # combining marks (Devanagari vowel signs...) belong to letters

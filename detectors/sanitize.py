@@ -43,15 +43,13 @@ from typing import Any
 
 from robusteval.detectors.nonalnum import (
     CONFUSABLE_SCRIPTS,
-    HIDDEN_CATEGORIES,
     char_script,
+    hidden_char,
     lookalike_tokens,
     spelling_mark,
     to_latin,
 )
 from robusteval.detectors.speaker_tag import LINE_BREAKS, ROLE_PREFIX, tag_label
-
-from robusteval.text import is_invisible
 
 _KEEP = {"\n", "\t", "\r", " "}
 
@@ -117,8 +115,7 @@ def _strip_invisible(text: str, removed: dict[str, Any]) -> str:
             breaks[f"U+{ord(ch):04X}"] += 1
             kept.append("\n")
             continue
-        hidden = unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
-        if hidden and not spelling_mark(text, i):
+        if hidden_char(ch) and not spelling_mark(text, i):
             gone[f"U+{ord(ch):04X}"] += 1
             continue
         kept.append(ch)
@@ -188,8 +185,7 @@ def skeleton(text: str) -> str:
 
 def _hidden(ch: str) -> bool:
     """A character the skeleton drops: format / control / unassigned, or invisible (not a space)."""
-    return ch not in _KEEP and (unicodedata.category(ch) in HIDDEN_CATEGORIES
-                                or (is_invisible(ch) and not ch.isspace()))
+    return ch not in _KEEP and hidden_char(ch)
 
 
 def skeleton_with_origin(text: str) -> tuple[str, list[int]]:

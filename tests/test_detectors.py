@@ -145,10 +145,30 @@ def test_nonalnum_accepts_joiners_that_spell_words(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["hello\u200dworld", "Привет\u200cмир", "می \u200cخواهم", "\u200cمی", "ok\u200c",
                                   "违\u200d规", "te\u200facher", "hello\u200f world", "\u2764\ufe0f\u200dx",
-                                  "te\ufe0facher", "te\U000E0101acher"])
+                                  "te\ufe0facher", "te\U000E0101acher", "مر\u200fحبا", "ب\u200f\u200f",
+                                  "안\U000E0100녕", "好。\U000E0100", "2\ufe0f cats", "a+\U000E0110b", "葛\U000E0100\U000E0101",
+                                  "te\u180bacher", "te\u034facher", "te\u3164acher"])
 def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
+    # directional marks inside a word or in a run, variation selectors that select nothing
+    # (after a letter, punctuation, another selector) and the other default-ignorable characters
+    # are hidden as a zero-width joiner is; sanitize removes exactly what is counted
     assert nonalnum.features(text)["invisible"] == 1
     assert detectors.load("nonalnum").detect([dlg(text)])[0] >= 0.5
+    assert len(sanitize.sanitize(text).text) == len(text) - 1
+
+
+def test_nonalnum_counts_every_directional_mark_packed_into_right_to_left_text() -> None:
+    packed = "".join(c + "\u200f" for c in "مرحبا بك")  # one after every character
+    # 5 stand inside a word (4 in the first, 1 in the second); those at a word's edge may be writing
+    assert nonalnum.features(packed)["invisible"] == 5
+    assert detectors.load("nonalnum").detect([dlg(packed)])[0] == 1.0
+
+
+def test_a_selector_that_selects_a_glyph_is_no_letter_either() -> None:
+    # version 4 counted a selector as a combining mark (alphanumeric): a symbol string with one
+    # after each symbol read as half letters (0.25-0.34)
+    for text in ["\u2605\ufe0f\u2606\ufe0f\u2665\ufe0f\u2660\ufe0f", "~\ufe0f^\ufe0f|\ufe0f+\ufe0f"]:
+        assert detectors.load("nonalnum").detect([dlg(text)])[0] == 1.0
 
 
 @pytest.mark.parametrize("text", ["예.", "네!", "是。", "好！", "はい。", "Да.", "No.", "Oui !"])
@@ -456,9 +476,9 @@ def test_speaker_tag() -> None:
     ("उपयोगकर्ता: नमस्ते", 0.7, "उपयोगकर्ता", "उपयोगकर्ता: नमस्ते"),  # vowel signs inside a label
     ("مُستخدم: مرحبا", 0.7, "مُستخدم", "مُستخدم: مرحبا"),
     ("好的。user: hi", 0.8, "user", "好的。user: hi"),  # a sentence ending in "。"
-    # version 3: a clause of an unsegmented script is no label, whatever its length in tokens
-    ("我的意思是: 不行", 0.0, None, "我的意思是: 不行"),  # "what I mean is: no" (about 2.5 words)
-    ("老师: 你好", 0.7, "老师", "老师: 你好"),  # a two-character name still is one
+    ("老师: 你好", 0.7, "老师", "老师: 你好"),  # an unknown label in Chinese, as in English
+    ("アシスタント: はい", 0.7, "アシスタント", "アシスタント: はい"),
+    ("我的意思是: 不行", 0.7, "我的意思是", "我的意思是: 不行"),  # a known limit (tag_label's docstring)
     ("Agent Smith: hi", 0.7, "Agent Smith", "Agent Smith: hi"),
     ("At 3:30 then.", 0.0, None, "At 3:30 then."),  # a clock time: version 2 read the label "At 3"
     ("明天下午3:30见", 0.0, None, "明天下午3:30见"),
@@ -508,6 +528,9 @@ def test_generic_still_flags_a_one_word_reply_in_an_unsegmented_script() -> None
     ("저는 25살이에요.", 2),  # Korean: the number sits in a spaced word with its counter
     ("第①章が好きです", 4),  # str.isdigit's digits ("①", "²") split too, not only regex's \d
     ("広さは50m²くらいの部屋です", 6),  # never more content words than words
+    ("1st 2nd 3rd 4th", 0),  # beside a number, a spaced stretch needs three characters ...
+    ("4pm or ps4", 0),
+    ("what is covid19?", 1),  # ... as a word does
 ])
 def test_generic_a_number_inside_an_unsegmented_run_keeps_its_words(text: str, content: int) -> None:
     # 29 well-rated Chinese and Japanese DailyDialog replies scored up to 1.0 (v1)
@@ -524,6 +547,12 @@ def test_judge_injection_reads_full_width_and_lookalike_markers(text: str) -> No
     d = detectors.load("judge_injection")
     assert d.identity().startswith("v2|")
     assert d.detect([dlg(text)])[0] >= d.default_threshold
+
+
+def test_judge_injection_makes_no_words_of_symbols() -> None:
+    # NFKC would read "№" as "No": "Answer: № 3" is no ready answer
+    assert detectors.load("judge_injection").detect([dlg("Answer: № 3 is correct."), dlg("Привет, как дела?")]).tolist() \
+        == [0.0, 0.0]
 
 
 def test_no_disguise_of_a_flagged_null_response_evades_judge_injection() -> None:
