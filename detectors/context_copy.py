@@ -49,12 +49,13 @@ overlap its source) the detector returns 0 and counts the sample as ``not_applic
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, ClassVar
 
 from robusteval.detectors.base import Detector, register_detector
 from robusteval.detectors.sanitize import skeleton
 
-from robusteval.text import words
+from robusteval.text import estimated_words, unsegmented, words
 from robusteval.types import Sample
 
 MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
@@ -88,8 +89,41 @@ def tokens(text: str) -> list[str]:
     :func:`~robusteval.detectors.sanitize.skeleton`, detokenized (:func:`detokenize`): a copy
     disguised with lookalike letters, zero-width spaces, case changes, other apostrophes or
     another tokenization is still a copy. The apostrophes are read before the skeleton, whose
-    NFKC would turn an acute accent into a space and a combining mark."""
-    return words(detokenize(skeleton(text.translate(TO_APOSTROPHE))))
+    NFKC would turn an acute accent into a space and a combining mark. A word of a script
+    written without spaces is a whole phrase there, so it is cut into characters (each with its
+    combining marks, :func:`units`; version 5)."""
+    return [u for w in words(detokenize(skeleton(text.translate(TO_APOSTROPHE)))) for u in units(w)]
+
+
+def units(word: str) -> list[str]:
+    """``word`` (of :func:`robusteval.text.words`) as compared: whole, or, where it holds
+    characters of a script written without spaces (Chinese, Japanese, Thai...), each such
+    character with the marks after it on its own and each stretch of other characters whole
+    ("现在40岁" -> 现, 在, 40, 岁). Version 4 compared the whole phrase: a copy of a Chinese turn
+    with one character changed shared no token with it (0.0, where English scored 0.92)."""
+    if not any(unsegmented(ch) for ch in word):
+        return [word]
+    out: list[str] = []
+    other = ""
+    for ch in word:
+        if unicodedata.category(ch)[0] == "M" and not other and out:
+            out[-1] += ch  # a vowel sign or tone mark stays with its consonant
+        elif unsegmented(ch) is not None:
+            if other:
+                out.append(other)
+                other = ""
+            out.append(ch)
+        else:
+            other += ch
+    if other:
+        out.append(other)
+    return out
+
+
+def word_length(toks: list[str]) -> float:
+    """About how many words ``toks`` (of :func:`tokens`) hold: a character of an unsegmented
+    script is a fraction of one (:func:`robusteval.text.estimated_words`)."""
+    return sum(estimated_words(t) for t in toks)
 
 
 def ngrams(toks: list[str], n: int) -> list[tuple[str, ...]]:
@@ -128,8 +162,9 @@ class ContextCopy(Detector):
     source: ClassVar[str] = "Vasselli & Watanabe, Adversarial Evaluation of Dialogue System Metrics, Table 2"
     default_threshold: ClassVar[float] = 0.6
     # 2: words with their combining marks; no word containment for 1-2 words. 3: tokenization
-    # ignored. 4: apostrophe-like characters read as "'", long and spaced French elisions joined
-    version: ClassVar[int] = 4
+    # ignored. 4: apostrophe-like characters read as "'", long and spaced French elisions joined.
+    # 5: unsegmented scripts compared character by character, lengths in estimated words
+    version: ClassVar[int] = 5
     reads: ClassVar[tuple[str, ...]] = ("task", "response", "context")
     needs: ClassVar[tuple[str, ...]] = ("dialogue context",)
 
@@ -159,10 +194,13 @@ class ContextCopy(Detector):
             lcs = longest_common_substring(resp, last)
             lcs_resp = lcs / len(resp) if resp else 0.0
             lcs_last = lcs / len(last) if last else 0.0
-            long_enough = len(resp) >= MIN_CONTAINMENT_WORDS
+            # lengths in words, so that a Chinese reply of three characters (about 1.5 words) is
+            # judged on copying the last turn alone, as a two-word English one is
+            long_enough = word_length(resp) >= MIN_CONTAINMENT_WORDS
             tri_last = contain_last[3] if long_enough else 0.0
             tri_ctx = contain_ctx[3] if long_enough else 0.0
-            copy_of_turn = lcs_last if lcs >= 4 or lcs_last == 1.0 else 0.0
+            lcs_words = lcs * word_length(last) / len(last) if last else 0.0
+            copy_of_turn = lcs_last if lcs_words >= 4 or lcs_last == 1.0 else 0.0
             rows.append({"applicable": True, "contain_last": contain_last, "contain_context": contain_ctx,
                          "lcs": lcs, "lcs_share_response": lcs_resp, "lcs_share_last": lcs_last,
                          "suspicion": max(tri_last, copy_of_turn, 0.8 * tri_ctx)})

@@ -388,7 +388,29 @@ def test_context_copy_keeps_words_with_their_combining_marks() -> None:
 
     assert tokens("क्या हुआ?") == ["क्या", "हुआ"]
     assert tokens("می\u200cخواهم بروم") == ["میخواهم", "بروم"]  # the skeleton drops the joiner
-    assert detectors.load("context_copy").version == 4
+    assert tokens("ผมคิดว่า") == ["ผ", "ม", "คิ", "ด", "ว่", "า"]  # Thai: a consonant keeps its marks
+    assert detectors.load("context_copy").version == 5
+
+
+@pytest.mark.parametrize(("last", "near"), [
+    ("我昨天去了北京，看了长城，吃了烤鸭。", "你昨天去了北京，看了长城，吃了烤鸭。"),  # one character changed
+    ("昨日は東京に行って、友達と寿司を食べました。", "昨日は東京に行って、友達と寿司を食べましたか。"),
+    ("I went to Beijing yesterday, saw the Great Wall and ate duck.",
+     "You went to Beijing yesterday, saw the Great Wall and ate duck."),
+])
+def test_context_copy_reads_a_near_copy_in_an_unsegmented_script(last: str, near: str) -> None:
+    # version 4 compared a Chinese or Japanese phrase as one token: 0.0 for the first two
+    d = detectors.load("context_copy")
+    sample = Sample(id="n", task="dialogue", response=near, context=("hello there", last))
+    assert d.detect([sample])[0] >= 0.8
+
+
+def test_context_copy_judges_a_short_unsegmented_reply_on_the_whole_turn() -> None:
+    # three characters are about 1.5 words: like a two-word English reply, judged on copying the
+    # last turn alone, not on its one trigram ("いくつ" inside a long turn scored 1.0 in a draft)
+    d = detectors.load("context_copy")
+    inside = Sample(id="s", task="dialogue", response="いくつ。", context=("hi", "私は前にいくつかの駐車違反切符を手に入れました。"))
+    assert d.detect([inside])[0] == 0.0
 
 
 # (a tokenized turn as corpora store it, the same turn written normally): a copy either way
