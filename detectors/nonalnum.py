@@ -166,8 +166,8 @@ def hidden_char(ch: str) -> bool:
     Hangul fillers). ``nonalnum`` counts them as invisible and ``sanitize`` removes them, both
     except a :func:`spelling_mark` (version 5: before, ``nonalnum`` missed the default-ignorable
     ones that are no format character, which ``sanitize`` removed)."""
-    if ch in _ALLOWED_CONTROL:
-        return False
+    if ch.isascii():  # the common case, without a Unicode lookup: only control characters hide
+        return not ch.isprintable() and ch not in _ALLOWED_CONTROL
     return unicodedata.category(ch) in HIDDEN_CATEGORIES or (is_invisible(ch) and not ch.isspace())
 
 

@@ -157,6 +157,18 @@ def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
     assert len(sanitize.sanitize(text).text) == len(text) - 1
 
 
+def test_hidden_char_fast_path_for_ascii_agrees_with_the_definition() -> None:
+    import unicodedata
+
+    from robusteval.text import is_invisible
+
+    for o in [*range(128), 0x85, 0xA0, 0xAD, 0x200B, 0x200F, 0xFE0F, 0x3164, 0xE0001, 0x10FFFF]:
+        ch = chr(o)
+        defined = ch not in "\n\t\r" and (unicodedata.category(ch) in nonalnum.HIDDEN_CATEGORIES
+                                          or (is_invisible(ch) and not ch.isspace()))
+        assert nonalnum.hidden_char(ch) == defined, hex(o)
+
+
 def test_nonalnum_counts_every_directional_mark_packed_into_right_to_left_text() -> None:
     packed = "".join(c + "\u200f" for c in "مرحبا بك")  # one after every character
     # 5 stand inside a word (4 in the first, 1 in the second); those at a word's edge may be writing
