@@ -4,21 +4,25 @@ Vasselli & Watanabe (Table 2, "previous utterance" and "previous-utterance prefi
 copying the last turn into the response fooled UniEval more than any other attack; robusteval
 measures the same against overlap-with-context metrics (BENCHMARKS.md §5: 94-100 % ASR).
 
-Features, on the words of the texts' skeletons (case-folded, lookalike letters read as
+Features, on the tokens of the texts' skeletons (case-folded, lookalike letters read as
 Latin, invisible characters dropped; punctuation ignored; a word keeps its combining marks, so
-Devanagari or Thai words are not split at their vowel signs): the share of the response's
-n-grams (n = 1..3) found in the last utterance and in the whole context, and the longest common
-word substring with the last utterance relative to the response and to the last utterance.
+Devanagari words are not split at their vowel signs; a script written without spaces is read
+character by character, each with its marks: :func:`units`, version 5): the share of the
+response's n-grams (n = 1..3) found in the last utterance and in the whole context, and the
+longest common run of tokens with the last utterance relative to the response and to the last
+utterance. Lengths that decide which rule applies are in words, estimated for the scripts read
+by character (:func:`word_length`).
 Suspicion is the largest of: trigram containment in the last turn, the longest common substring
 covering most of the last turn (a verbatim copy or prefix), and 0.8 x trigram containment in
 the whole context.
 
-A response too short for a trigram (one or two words) is judged on the copy of the last turn
-alone (version 2). Version 1 fell back to *word* containment there, and an echo question is
-natural dialogue: "¿qué pasó?" after "¿no sabes lo que pasó?", or a two-word reply whose words
-both occur somewhere earlier, scored 0.8-1.0, as high as a copied turn. On the 306 well-rated
-DailyDialog-Zhao replies that put the calibrated default threshold above 1 (never firing, even
-on a verbatim copy) in French, Arabic, Hindi and the CJK group (BENCHMARKS §9b).
+A response too short for a trigram (under three words; in Chinese about six characters) is
+judged on the copy of the last turn alone (version 2). Version 1 fell back to *word* containment
+there, and an echo question is natural dialogue: "¿qué pasó?" after "¿no sabes lo que pasó?", or
+a two-word reply whose words both occur somewhere earlier, scored 0.8-1.0, as high as a copied
+turn. On the 306 well-rated DailyDialog-Zhao replies that put the calibrated default threshold
+above 1 (never firing, even on a verbatim copy) in French, Arabic, Hindi and the CJK group
+(BENCHMARKS §9b).
 
 The comparison ignores how a text was tokenized (version 3). DailyDialog and other corpora
 store their turns tokenized ("i 'm sorry .", "it does n't", "couldn ' t"), while a reply --
@@ -139,18 +143,20 @@ def containment(resp: list[str], other: list[str], n: int) -> float:
     return sum(g in pool for g in r) / len(r)
 
 
-def longest_common_substring(a: list[str], b: list[str]) -> int:
-    """Length of the longest common run of tokens (dynamic programming, O(len a x len b))."""
-    best = 0
+def longest_common_run(a: list[str], b: list[str]) -> tuple[int, int]:
+    """The longest common run of tokens of ``a`` and ``b``: its length and where it ends in
+    ``a`` (dynamic programming, O(len a x len b))."""
+    best = end = 0
     prev = [0] * (len(b) + 1)
-    for x in a:
+    for i, x in enumerate(a, 1):
         cur = [0] * (len(b) + 1)
         for j, y in enumerate(b, 1):
             if x == y:
                 cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
+                if cur[j] > best:
+                    best, end = cur[j], i
         prev = cur
-    return best
+    return best, end
 
 
 @register_detector
@@ -191,15 +197,17 @@ class ContextCopy(Detector):
             last, whole = context_words[s.context]
             contain_last = {n: containment(resp, last, n) for n in (1, 2, 3)}
             contain_ctx = {n: containment(resp, whole, n) for n in (1, 2, 3)}
-            lcs = longest_common_substring(resp, last)
-            lcs_resp = lcs / len(resp) if resp else 0.0
-            lcs_last = lcs / len(last) if last else 0.0
-            # lengths in words, so that a Chinese reply of three characters (about 1.5 words) is
-            # judged on copying the last turn alone, as a two-word English one is
-            long_enough = word_length(resp) >= MIN_CONTAINMENT_WORDS
+            # lengths and shares in words, so that a Chinese reply of three characters (about
+            # 1.5 words) is judged on copying the last turn alone, as a two-word English one is,
+            # and a run's share of a turn in two scripts weighs each token by its own script
+            lcs, end = longest_common_run(resp, last)
+            lcs_words = word_length(resp[end - lcs:end])
+            resp_words, last_words = word_length(resp), word_length(last)
+            lcs_resp = lcs_words / resp_words if resp else 0.0
+            lcs_last = lcs_words / last_words if last else 0.0
+            long_enough = resp_words >= MIN_CONTAINMENT_WORDS
             tri_last = contain_last[3] if long_enough else 0.0
             tri_ctx = contain_ctx[3] if long_enough else 0.0
-            lcs_words = lcs * word_length(last) / len(last) if last else 0.0
             copy_of_turn = lcs_last if lcs_words >= 4 or lcs_last == 1.0 else 0.0
             rows.append({"applicable": True, "contain_last": contain_last, "contain_context": contain_ctx,
                          "lcs": lcs, "lcs_share_response": lcs_resp, "lcs_share_last": lcs_last,

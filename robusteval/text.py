@@ -115,7 +115,10 @@ def check_sample_text(sample: Any) -> None:
 # the Southeast Asian scripts. An approximation, documented as one; it only has to tell a word
 # from a phrase.
 CHARS_PER_WORD = {"CJK": 2.0, "HIRAGANA": 2.0, "KATAKANA": 2.0, "THAI": 4.0, "LAO": 4.0, "KHMER": 4.0,
-                  "MYANMAR": 4.0}
+                  "MYANMAR": 4.0,
+                  # the prolonged sound mark "ー" (KATAKANA-HIRAGANA ...) and the iteration mark "々"
+                  # (IDEOGRAPHIC ...) are letters of Japanese and Chinese words, not words of their own
+                  "KATAKANA-HIRAGANA": 2.0, "IDEOGRAPHIC": 2.0}
 
 
 def unsegmented(ch: str) -> float | None:

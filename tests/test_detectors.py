@@ -417,6 +417,23 @@ def test_context_copy_reads_a_near_copy_in_an_unsegmented_script(last: str, near
     assert d.detect([sample])[0] >= 0.8
 
 
+def test_context_copy_weighs_a_run_by_its_own_script() -> None:
+    # a run of four English words copied from a turn that ends in two Chinese characters: the
+    # first cut of version 5 weighed the run by the turn's average token (3.3 words, 0.12)
+    d = detectors.load("context_copy")
+    reply = "see you at noon, and please bring the tickets with you tomorrow"
+    scores = [d.detect([Sample(id=last, task="dialogue", response=reply, context=("hi", last))])[0]
+              for last in ("see you at noon 再见", "see you at noon bye")]
+    assert scores == [0.8, 0.8]  # four of the turn's five words either way
+
+
+def test_estimated_words_reads_the_marks_inside_japanese_words() -> None:
+    from robusteval.text import estimated_words
+
+    # the prolonged sound mark and the iteration mark are letters of their words
+    assert estimated_words("コーヒー") == 2.0 and estimated_words("人々") == 1.0
+
+
 def test_context_copy_judges_a_short_unsegmented_reply_on_the_whole_turn() -> None:
     # three characters are about 1.5 words: like a two-word English reply, judged on copying the
     # last turn alone, not on its one trigram ("いくつ" inside a long turn scored 1.0 in a draft)
