@@ -62,7 +62,9 @@ from robusteval.detectors.sanitize import skeleton
 from robusteval.text import estimated_words, unsegmented, words
 from robusteval.types import Sample
 
-MIN_CONTAINMENT_WORDS = 3  # a trigram; shorter responses are judged on copying the last turn only
+# in estimated words (word_length; a trigram of words, about six Chinese characters): shorter
+# responses are judged on copying the last turn only
+MIN_CONTAINMENT_WORDS = 3
 # read as "'" before anything else: right / left / reversed single quotation marks, modifier
 # letter apostrophe, modifier prime, grave accent (backtick), acute accent, Greek oxia, prime,
 # reversed prime, full-width apostrophe
@@ -103,8 +105,9 @@ def units(word: str) -> list[str]:
     """``word`` (of :func:`robusteval.text.words`) as compared: whole, or, where it holds
     characters of a script written without spaces (Chinese, Japanese, Thai...), each such
     character with the marks after it on its own and each stretch of other characters whole
-    ("现在40岁" -> 现, 在, 40, 岁). Version 4 compared the whole phrase: a copy of a Chinese turn
-    with one character changed shared no token with it (0.0, where English scored 0.92)."""
+    ("现在40岁" -> 现, 在, 40, 岁). Version 4 compared each phrase between punctuation whole: a copy
+    of a Chinese turn with one character changed lost every n-gram that held the changed phrase
+    and scored 0.0 (English 0.92)."""
     if not any(unsegmented(ch) for ch in word):
         return [word]
     out: list[str] = []
@@ -209,6 +212,7 @@ class ContextCopy(Detector):
             tri_last = contain_last[3] if long_enough else 0.0
             tri_ctx = contain_ctx[3] if long_enough else 0.0
             copy_of_turn = lcs_last if lcs_words >= 4 or lcs_last == 1.0 else 0.0
+            # "lcs" counts tokens (characters in a script read by character); its shares are in words
             rows.append({"applicable": True, "contain_last": contain_last, "contain_context": contain_ctx,
                          "lcs": lcs, "lcs_share_response": lcs_resp, "lcs_share_last": lcs_last,
                          "suspicion": max(tri_last, copy_of_turn, 0.8 * tri_ctx)})

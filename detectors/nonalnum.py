@@ -15,8 +15,10 @@ the whole of Unicode:
   unassigned) — none belongs in a response, except the zero-width (non-)joiners that spell
   words in the scripts that use them (Persian ZWNJ, Devanagari conjuncts), emoji ZWJ
   sequences, and (version 5) the directional marks of right-to-left text (RLM in Arabic or
-  Hebrew) and variation selectors after an emoji, a keycap digit or a CJK ideograph
-  (:func:`spelling_mark`); a variation selector anywhere else is invisible (version 5);
+  Hebrew, one at the edge of a word) and variation selectors that select a glyph (after an
+  emoji or another symbol, a keycap digit, a CJK ideograph: :func:`spelling_mark`); a variation
+  selector anywhere else, and every default-ignorable character (the combining grapheme
+  joiner, Hangul fillers), is invisible (version 5);
 * homoglyph tokens mixing letters of confusable scripts (Latin with Cyrillic or Greek), and
   (version 3) *whole-token* lookalikes: in Latin text, a word spelled only with Cyrillic or
   Greek letters that each look like a Latin one ("һоԝ", a Cyrillic "і"), Unicode TS #39's
@@ -132,6 +134,10 @@ def bidi_mark_in_rtl(text: str, i: int) -> bool:
     return nearest(-1) in _RTL_SCRIPTS or nearest(1) in _RTL_SCRIPTS
 
 
+#: the punctuation that has an emoji form (‼ ⁉ 〰 〽); other punctuation selects no glyph
+_EMOJI_PUNCTUATION = {"\u203c", "\u2049", "\u3030", "\u303d"}
+
+
 def _ideograph(ch: str) -> bool:
     return unicodedata.name(ch, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"))
 
@@ -140,8 +146,9 @@ def selects_a_glyph(text: str, i: int) -> bool:
     """Whether the variation selector at ``text[i]`` selects a glyph of the character before it
     (version 5), one selector per character:
 
-    * VS15 / VS16 (text or emoji style) after a symbol outside ASCII (an emoji, "©", "↔",
-      "‼"), or after an ASCII digit, "#" or "*" that a keycap mark follows ("1\ufe0f\u20e3");
+    * VS15 / VS16 (text or emoji style) after a symbol outside ASCII (an emoji, "©", "↔"),
+      one of the four punctuation marks with an emoji form ("‼", "⁉", "〰", "〽"), or an ASCII
+      digit, "#" or "*" that a keycap mark follows ("1\ufe0f\u20e3");
     * VS1-VS14 (standardized variants) after a CJK ideograph or a mathematical symbol;
     * VS17-VS256 (ideographic variation sequences) after a CJK ideograph.
 
@@ -153,7 +160,7 @@ def selects_a_glyph(text: str, i: int) -> bool:
     if text[i] in _SELECTORS:
         if base.isascii():
             return base in "0123456789#*" and text[i + 1:i + 2] == "\u20e3"
-        return unicodedata.category(base) in {"So", "Sk", "Sm", "Po", "Pd"}
+        return unicodedata.category(base) in {"So", "Sk", "Sm"} or base in _EMOJI_PUNCTUATION
     if o <= 0xFE0D:
         return _ideograph(base) or unicodedata.category(base) == "Sm"
     return _ideograph(base)
@@ -381,9 +388,11 @@ class NonAlnum(Detector):
     reads: ClassVar[tuple[str, ...]] = ("response",)
     # v2: the share counts SHARE_PRIOR more letters (short CJK / Hangul replies); v3: whole-token
     # lookalikes count as homoglyphs; v4: such a word is read in any text (poses_as_word); v5: an
-    # emoji ZWJ sequence after a presentation selector and directional marks in right-to-left
-    # text are writing, not invisible characters (spelling_mark); a variation selector that
-    # selects nothing (after a letter) is one
+    # emoji ZWJ sequence after a presentation selector, directional marks at the edge of a
+    # right-to-left word and variation selectors that select a glyph are writing, neither
+    # invisible nor letters (spelling_mark); a selector that selects nothing (after a letter)
+    # and every other hidden character sanitize removes (Mongolian selectors, the combining
+    # grapheme joiner, Hangul fillers: hidden_char) count as invisible
     version: ClassVar[int] = 5
 
     def __init__(self, run_scale: float = 3.0, share_floor: float = 0.3, share_span: float = 0.4,

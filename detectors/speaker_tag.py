@@ -12,6 +12,8 @@ and a number or a letter ("Speaker 1", "User B"; not "A note" or "You know").
 Version 2 reads line by line: a line starts after any line break, a label stays on one line,
 and only a known role's colon may stand on the next line (version 1 read "x\nuser: hi" as the
 unknown label "x user", 0.7, and took any two words that began with a role name for a role).
+Version 3 reads no clock time or ratio as a label ("At 3:30": version 2 read the unknown label
+"At 3") and looks roles up in NFKC, so a role in full-width letters ("ｔｅａｃｈｅｒ：") is known.
 Role names live in package data (``resources/detectors/speaker_tags.json``).
 """
 

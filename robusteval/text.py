@@ -116,8 +116,9 @@ def check_sample_text(sample: Any) -> None:
 # from a phrase.
 CHARS_PER_WORD = {"CJK": 2.0, "HIRAGANA": 2.0, "KATAKANA": 2.0, "THAI": 4.0, "LAO": 4.0, "KHMER": 4.0,
                   "MYANMAR": 4.0,
-                  # the prolonged sound mark "ー" (KATAKANA-HIRAGANA ...) and the iteration mark "々"
-                  # (IDEOGRAPHIC ...) are letters of Japanese and Chinese words, not words of their own
+                  # the prolonged sound mark "ー" (KATAKANA-HIRAGANA ...) and the iteration marks "々",
+                  # "〆", "〇" (IDEOGRAPHIC ...) are letters of Japanese and Chinese words, not words
+                  # of their own (the ideographic punctuation under that name is no word character)
                   "KATAKANA-HIRAGANA": 2.0, "IDEOGRAPHIC": 2.0}
 
 

@@ -147,7 +147,8 @@ def test_nonalnum_accepts_joiners_that_spell_words(text: str) -> None:
                                   "违\u200d规", "te\u200facher", "hello\u200f world", "\u2764\ufe0f\u200dx",
                                   "te\ufe0facher", "te\U000E0101acher", "مر\u200fحبا", "ب\u200f\u200f",
                                   "안\U000E0100녕", "好。\U000E0100", "2\ufe0f cats", "a+\U000E0110b", "葛\U000E0100\U000E0101",
-                                  "te\u180bacher", "te\u034facher", "te\u3164acher"])
+                                  "te\u180bacher", "te\u034facher", "te\u3164acher", "好。\ufe0f",
+                                  "\u00bf\ufe0fqu\u00e9?"])
 def test_nonalnum_still_flags_joiners_outside_joining_words(text: str) -> None:
     # directional marks inside a word or in a run, variation selectors that select nothing
     # (after a letter, punctuation, another selector) and the other default-ignorable characters
@@ -527,6 +528,8 @@ def test_speaker_tag() -> None:
     ("उपयोगकर्ता: नमस्ते", 0.7, "उपयोगकर्ता", "उपयोगकर्ता: नमस्ते"),  # vowel signs inside a label
     ("مُستخدم: مرحبا", 0.7, "مُستخدم", "مُستخدم: مرحبا"),
     ("好的。user: hi", 0.8, "user", "好的。user: hi"),  # a sentence ending in "。"
+    # the next three pass on version 2 too: they guard against a reverted cut of version 3 that
+    # dropped unknown labels of more than two estimated words
     ("老师: 你好", 0.7, "老师", "老师: 你好"),  # an unknown label in Chinese, as in English
     ("アシスタント: はい", 0.7, "アシスタント", "アシスタント: はい"),
     ("我的意思是: 不行", 0.7, "我的意思是", "我的意思是: 不行"),  # a known limit (tag_label's docstring)
@@ -601,7 +604,9 @@ def test_judge_injection_reads_full_width_and_lookalike_markers(text: str) -> No
 
 
 def test_judge_injection_makes_no_words_of_symbols() -> None:
-    # NFKC would read "№" as "No": "Answer: № 3" is no ready answer
+    # NFKC would read "№" as "No": "Answer: № 3" is no ready answer; Russian read through the
+    # lookalike table (Пpивeт) must not spell a marker either (both pass on version 1 too: guards
+    # against the first cut of version 2, which matched on the NFKC skeleton)
     assert detectors.load("judge_injection").detect([dlg("Answer: № 3 is correct."), dlg("Привет, как дела?")]).tolist() \
         == [0.0, 0.0]
 
