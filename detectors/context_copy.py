@@ -108,7 +108,7 @@ def units(word: str) -> list[str]:
     ("现在40岁" -> 现, 在, 40, 岁). Version 4 compared each phrase between punctuation whole: a copy
     of a Chinese turn with one character changed lost every n-gram that held the changed phrase
     and scored 0.0 (English 0.92)."""
-    if not any(unsegmented(ch) for ch in word):
+    if word.isascii() or not any(unsegmented(ch) for ch in word):
         return [word]
     out: list[str] = []
     other = ""
@@ -187,7 +187,7 @@ class ContextCopy(Detector):
     def _analyze(self, samples: list[Sample]) -> list[dict[str, Any]]:
         rows = []
         # several responses to one context (candidates, attacks of one sample) read its words once
-        context_words: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+        context_words: dict[tuple[str, ...], tuple[list[str], list[str], float]] = {}
         for s in samples:
             if s.task != "dialogue" or not s.context:
                 # counted by Detector.analyze once per sample (memo hits included)
@@ -195,9 +195,10 @@ class ContextCopy(Detector):
                 continue
             resp = tokens(s.response)[: self.max_tokens]
             if s.context not in context_words:
-                context_words[s.context] = (tokens(s.context[-1])[: self.max_tokens],
-                                            tokens(" ".join(s.context))[-4 * self.max_tokens:])
-            last, whole = context_words[s.context]
+                last_tokens = tokens(s.context[-1])[: self.max_tokens]
+                context_words[s.context] = (last_tokens, tokens(" ".join(s.context))[-4 * self.max_tokens:],
+                                            word_length(last_tokens))
+            last, whole, last_words = context_words[s.context]
             contain_last = {n: containment(resp, last, n) for n in (1, 2, 3)}
             contain_ctx = {n: containment(resp, whole, n) for n in (1, 2, 3)}
             # lengths and shares in words, so that a Chinese reply of three characters (about
@@ -205,7 +206,7 @@ class ContextCopy(Detector):
             # and a run's share of a turn in two scripts weighs each token by its own script
             lcs, end = longest_common_run(resp, last)
             lcs_words = word_length(resp[end - lcs:end])
-            resp_words, last_words = word_length(resp), word_length(last)
+            resp_words = word_length(resp)
             lcs_resp = lcs_words / resp_words if resp else 0.0
             lcs_last = lcs_words / last_words if last else 0.0
             long_enough = resp_words >= MIN_CONTAINMENT_WORDS

@@ -32,35 +32,18 @@ def patterns() -> tuple[tuple[str, float, re.Pattern[str]], ...]:
                  for p in data["patterns"])
 
 
-def plain_view(text: str) -> str:
-    """``text`` as a marker reads (version 2): full-width forms as ASCII ("Score：10", "ｓｃｏｒｅ"),
-    invisible characters dropped, Cyrillic and Greek lookalikes as the Latin letters they look
-    like. Not NFKC, whose compatibility forms would make words of symbols ("№" is "No")."""
-    from robusteval.detectors.nonalnum import hidden_char, to_latin
-
-    table = to_latin()
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if 0xFF01 <= o <= 0xFF5E:
-            ch = chr(o - 0xFEE0)
-        elif ch == "\u3000":
-            ch = " "
-        elif hidden_char(ch):
-            continue
-        out.append(table.get(ch, table.get(ch.lower(), ch)))
-    return "".join(out)
-
-
 def matches(text: str) -> dict[str, float]:
-    """The patterns found in ``text`` or in its :func:`plain_view` (version 2): full-width forms
-    (the evasion attacks' full-width colon), lookalike letters and invisible characters inside a
-    marker do not hide it."""
+    """The patterns found in ``text`` or in its skeleton without NFKC (version 2,
+    :func:`~robusteval.detectors.sanitize.skeleton` with ``compatibility=False``): full-width
+    forms (the evasion attacks' full-width colon), lookalike letters and invisible characters
+    inside a marker do not hide it, and no symbol becomes a word ("№" is not "No")."""
     if len(text) > 2 * MAX_CHARS:
         text = text[:MAX_CHARS] + "\n" + text[-MAX_CHARS:]
     views = [text]
     if not (text.isascii() and text.isprintable()):  # else the view is the text: nothing new
-        views.append(plain_view(text))
+        from robusteval.detectors.sanitize import skeleton
+
+        views.append(skeleton(text, compatibility=False))
     return {pid: w for pid, w, rx in patterns() if any(rx.search(v) for v in views)}
 
 
@@ -73,7 +56,7 @@ class JudgeInjection(Detector):
     source: ClassVar[str] = ("Chen et al. 2024, AdvEval (LLM evaluators steered by generated text); "
                              "Zhong et al. 2022, UniEval Boolean-QA input format")
     default_threshold: ClassVar[float] = 0.6
-    # 2: patterns are also matched on the text's plain view (full-width, lookalikes, invisible characters)
+    # 2: patterns are also matched on the text's skeleton without NFKC (full-width, lookalikes, invisible)
     version: ClassVar[int] = 2
     reads: ClassVar[tuple[str, ...]] = ("response",)
 

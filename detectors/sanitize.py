@@ -170,17 +170,25 @@ def _fix_homoglyphs(text: str, removed: dict[str, Any]) -> str:
     return "".join(fixed)
 
 
-def skeleton(text: str) -> str:
+def skeleton(text: str, compatibility: bool = True) -> str:
     """A comparison key for text matching (Unicode TS #39's *skeleton*, restricted to the
     Cyrillic and Greek letters robusteval knows): NFKC, invisible and format characters removed,
     case folded, then every lookalike of a Latin letter mapped to it -- mixed-script or not.
     Two texts that look the same get the same skeleton, so a detector that compares strings
     (a copied turn, a known phrase) is not fooled by lookalike letters, a zero-width space or a
-    full-width form. Not for display: a Russian "сор" and an English "cop" share one."""
+    full-width form. Not for display: a Russian "сор" and an English "cop" share one.
+
+    ``compatibility=False`` folds only the width of full-width forms (and the ideographic
+    space) instead of NFKC, whose compatibility forms make words of symbols ("№" is "No"):
+    for patterns that look for words, :mod:`robusteval.detectors.judge_injection`."""
     table = to_latin()
-    norm = unicodedata.normalize("NFKC", text)
+    norm = unicodedata.normalize("NFKC", text) if compatibility else text.translate(_WIDTH)
     kept = (ch for ch in norm if not _hidden(ch))
     return "".join(table.get(ch, ch) for ch in "".join(kept).casefold())  # fold case first: "Н" and "н" agree
+
+
+#: full-width ASCII forms (U+FF01-U+FF5E) and the ideographic space -> ASCII
+_WIDTH = {**{o: o - 0xFEE0 for o in range(0xFF01, 0xFF5F)}, 0x3000: " "}
 
 
 def _hidden(ch: str) -> bool:

@@ -130,6 +130,8 @@ def unsegmented(ch: str) -> float | None:
 def estimated_words(token: str) -> float:
     """About how many words one space-free token holds: its characters of unsegmented scripts
     by :data:`CHARS_PER_WORD`, plus one for any other characters (a spaced word, a number)."""
+    if token.isascii():  # the common case, without a Unicode name lookup per character
+        return 1.0 if token else 0.0
     seg = unseg = 0.0
     for ch in token:
         per = unsegmented(ch)
